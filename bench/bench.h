@@ -1,0 +1,77 @@
+/* bench/bench.h -- the interface between the benchmark harness (bench/main.c)
+ * and the scenarios (bench/sc_*.c, bench/*.cpp).
+ *
+ * A scenario is one workload written once; a variant is that workload with one
+ * way of allocating.  Every variant of a scenario must produce the same output
+ * text and checksum (the harness compares them).  The harness runs each
+ * (variant, malloc implementation) pair in a fresh child process, several
+ * times, and measures wall time, user/sys time, peak RSS and minor faults of
+ * that process.
+ */
+#ifndef MEMRES_BENCH_H
+#define MEMRES_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bench_args {
+    int  depth;      /* binary-trees depth (default 21; --quick: 12) */
+    int  threads;    /* worker threads for scenarios that support them (default 1) */
+    bool quick;      /* small sizes for CI: scenarios scale themselves down */
+} bench_args;
+
+#define BENCH_TEXT_MAX 4096
+
+typedef struct bench_out {
+    char     text[BENCH_TEXT_MAX]; /* the workload's printed output (append with bench_printf) */
+    size_t   text_len;
+    uint64_t checksum;             /* fingerprint of the work; equal across variants */
+    size_t   upstream_bytes;       /* memres variants: peak bytes held from upstream; else 0 */
+    size_t   requested_bytes;      /* bytes the workload asked for at peak, when known; else 0 */
+} bench_out;
+
+void bench_printf(bench_out *o, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Keeps a value alive so the optimiser cannot delete the work. */
+#define BENCH_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")
+
+enum bench_kind {
+    BENCH_MEMRES, /* a memres allocator: marked in the table */
+    BENCH_MALLOC, /* uses malloc/free: run once per malloc peer (glibc, jemalloc,
+                     mimalloc, tcmalloc via LD_PRELOAD of the Debian .so) */
+    BENCH_PEER,   /* another library's allocator (APR, talloc, obstack, std::pmr, ...) */
+    BENCH_LIMIT   /* a reference limit (hand-written bump pointer) */
+};
+
+typedef struct bench_variant {
+    const char *scenario;      /* "binary-trees", "list", "git-objects", "churn", "strings", "request" */
+    const char *name;          /* row label, e.g. "memres arena", "malloc", "apr pool" */
+    enum bench_kind kind;
+    bool threaded;             /* honours args->threads */
+    /* 0 when usable here; else a short reason ("libapr not built in").  NULL: always usable. */
+    const char *(*unavailable)(void);
+    /* Runs the workload once; 0 on success. */
+    int (*run)(const bench_args *args, bench_out *out);
+} bench_variant;
+
+/* Each scenario file defines one NULL-name-terminated table; main.c lists them. */
+extern const bench_variant bench_binary_trees[];
+extern const bench_variant bench_list[];
+extern const bench_variant bench_git_objects[];
+extern const bench_variant bench_churn[];
+extern const bench_variant bench_strings[];
+extern const bench_variant bench_request[];
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,28 @@
+/* memres/memres.h -- the umbrella header: every C header of memres, and the
+ * version.  Link with -lmemres (pkg-config memres, or CMake memres::memres). */
+#ifndef MEMRES_MEMRES_H
+#define MEMRES_MEMRES_H
+
+#define MEMRES_VERSION_MAJOR 0
+#define MEMRES_VERSION_MINOR 1
+#define MEMRES_VERSION_PATCH 0
+#define MEMRES_VERSION_STRING "0.1.0"
+/* MEMRES_VERSION >= MEMRES_MAKE_VERSION(0, 1, 0) */
+#define MEMRES_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
+#define MEMRES_VERSION MEMRES_MAKE_VERSION(MEMRES_VERSION_MAJOR, MEMRES_VERSION_MINOR, MEMRES_VERSION_PATCH)
+
+#include "memres/resource.h"
+#include "memres/arena.h"
+#if defined(__has_include)
+#  if __has_include("memres/objpool.h")
+#    include "memres/objpool.h"
+#  endif
+#  if __has_include("memres/pools.h")
+#    include "memres/pools.h"
+#  endif
+#  if __has_include("memres/blocks.h")
+#    include "memres/blocks.h"
+#  endif
+#endif
+
+#endif /* MEMRES_MEMRES_H */

@@ -1,0 +1,129 @@
+/* memres/resource.h -- the polymorphic memory resource interface.
+ *
+ * An mr_resource is anything that can allocate and deallocate memory with a
+ * given size and alignment: malloc, an arena, a pool, a block cache, an
+ * adaptor.  Every memres allocator is itself an mr_resource and takes another
+ * one as its upstream, so they stack (like C++17 std::pmr::memory_resource).
+ *
+ * The contract for every resource (checked by mr_allocate before dispatch):
+ *   - alignment must be a non-zero power of two, else NULL with errno = EINVAL
+ *     and the resource is never called;
+ *   - an allocation that cannot be satisfied returns NULL with errno = ENOMEM
+ *     and changes no state; nothing aborts or prints;
+ *   - size 0 returns a valid non-NULL pointer that must not be dereferenced;
+ *   - deallocate receives the same size and alignment that allocate got.
+ */
+#ifndef MEMRES_RESOURCE_H
+#define MEMRES_RESOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- portability macros shared by every public header ---- */
+#if defined(MR_STATIC)
+#  define MR_API
+#elif defined(MR_BUILDING_SHARED) && defined(__GNUC__)
+#  define MR_API __attribute__((visibility("default")))
+#else
+#  define MR_API
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define MR_LIKELY(x)   __builtin_expect(!!(x), 1)
+#  define MR_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define MR_NOINLINE    __attribute__((noinline))
+#  define MR_MALLOC_LIKE __attribute__((malloc))
+#  define MR_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#  define MR_LIKELY(x)   (x)
+#  define MR_UNLIKELY(x) (x)
+#  define MR_NOINLINE
+#  define MR_MALLOC_LIKE
+#  define MR_PRINTF(f, a)
+#endif
+
+/* MR_SANITIZED is 1 when this translation unit is built with AddressSanitizer.
+ * The inline fast paths then call out of line so that the library can poison
+ * and unpoison memory (see src/track.h). */
+#if defined(__SANITIZE_ADDRESS__)
+#  define MR_SANITIZED 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define MR_SANITIZED 1
+#  endif
+#endif
+#ifndef MR_SANITIZED
+#  define MR_SANITIZED 0
+#endif
+
+typedef struct mr_resource mr_resource;
+
+struct mr_resource_ops {
+    /* Called only with a valid (power-of-two) alignment. */
+    void *(*allocate)(mr_resource *self, size_t size, size_t align);
+    /* Called only with p != NULL and the size/align it was allocated with. */
+    void  (*deallocate)(mr_resource *self, void *p, size_t size, size_t align);
+    /* NULL means two resources are equal only when they are the same object. */
+    bool  (*is_equal)(const mr_resource *self, const mr_resource *other);
+};
+
+/* Embed this as the first member (or anywhere, with container-of) of a
+ * resource implementation. */
+struct mr_resource {
+    const struct mr_resource_ops *ops;
+};
+
+/* Statistics every allocator reports (mr_arena_stats, mr_objpool_stats,
+ * mr_pools_stats, ...).  Computed on demand; never on a hot path. */
+typedef struct mr_stats {
+    size_t in_use;          /* bytes handed out and not yet freed (with any rounding) */
+    size_t held;            /* bytes held from upstream now */
+    size_t peak_held;       /* most bytes held at once */
+    size_t allocations;     /* successful allocations so far */
+    size_t upstream_allocations, upstream_deallocations;
+} mr_stats;
+
+/* Allocates size bytes aligned to align from r.
+ * r: must not be NULL.  align: a power of two, any size (above the page size
+ * too, where the resource supports it); 0 or not a power of two -> NULL,
+ * errno = EINVAL, r is not called.  size 0 -> a valid non-NULL pointer.
+ * Failure -> NULL, errno = ENOMEM (or what r sets), no state changed.
+ * Thread-safety: that of r. */
+MR_API void *mr_allocate(mr_resource *r, size_t size, size_t align);
+
+/* Returns p (from mr_allocate(r, size, align) with the same size and align)
+ * to r.  p NULL: no-op. */
+MR_API void mr_deallocate(mr_resource *r, void *p, size_t size, size_t align);
+
+/* True when memory allocated from a can be deallocated through b: the same
+ * object, or the same kind and a->ops->is_equal says so. */
+MR_API bool mr_is_equal(const mr_resource *a, const mr_resource *b);
+
+/* The process-wide malloc resource: malloc/posix_memalign/free.  Honours any
+ * power-of-two alignment, including alignments above the page size.
+ * Thread-safe.  Never NULL. */
+MR_API mr_resource *mr_malloc_resource(void);
+
+/* A resource whose every allocation fails with NULL, errno = ENOMEM.  Use it
+ * as an upstream to forbid heap use (an arena over a stack buffer).
+ * Deallocate is a no-op.  Never NULL. */
+MR_API mr_resource *mr_null_resource(void);
+
+/* The default resource, used wherever an upstream is given as NULL: the
+ * malloc resource unless mr_set_default_resource() chose another.  Reads and
+ * writes are atomic (any thread). */
+MR_API mr_resource *mr_get_default_resource(void);
+
+/* Sets the default resource and returns the previous one (never NULL).
+ * r NULL restores the malloc resource.  r must outlive its use as default. */
+MR_API mr_resource *mr_set_default_resource(mr_resource *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_RESOURCE_H */
