@@ -1,0 +1,668 @@
+/* src/arena.c -- monotonic (bump) arena with marks, rewind, reset, cleanups.
+ *
+ * What it is for: many small objects that die together -- a parse tree, a
+ * request, a compiler pass.  Allocation bumps a pointer; nothing is freed one
+ * by one; a mark/rewind frees everything after a point, reset frees all and
+ * keeps the memory, release returns it upstream.
+ *
+ * Algorithm.  Memory comes from upstream in blocks, each with a small header
+ * (struct block) followed by data aligned to MR_ARENA_ALIGN.  The blocks form
+ * one chain in order of use:
+ *
+ *     head -> ... -> cur -> spare -> spare -> NULL
+ *     \______ in use ___/   \___ kept for reuse ___/
+ *
+ * The current block is the only one with free space that allocation uses
+ * (hot.ptr .. hot.end).  When a request does not fit, the next spare becomes
+ * current if the request fits in it; otherwise a new block of the growth size
+ * is taken from upstream and inserted right after cur.  Because a rewind or
+ * reset only moves cur back, replaying the same sequence of requests walks
+ * the same blocks in the same order: the same addresses, no upstream call.
+ * Growth sizes double from block_size to max_block_size and are rounded to
+ * 64 bytes below a page and to pages above -- the upstream sees exactly that
+ * size, never a power of two plus our header.
+ *
+ * A request larger than the growth size gets a dedicated block (list `big`,
+ * newest first) and the current block stays current, so the free tail of cur
+ * is not wasted.  Rewind and reset move dedicated blocks to `big_spare`, from
+ * which later large requests are served first-fit (a miss returns one spare
+ * upstream, so spares cannot pile up across cycles).
+ *
+ * Invariants (checked by mr_arena_check):
+ *   data(cur) <= hot.ptr <= hot.end = end(cur), both MR_ARENA_ALIGN-aligned
+ *   held == header_size + sum of owned block sizes (chain, big, big_spare)
+ *   upstream_allocations - upstream_deallocations == owned blocks + (header_size != 0)
+ *   held <= limit (when a limit is set), peak_held >= held
+ *   no block ends within MRI_ARENA_INLINE_MAX of UINTPTR_MAX (the inline path
+ *   computes ptr + size without an overflow check)
+ * Cleanup records are allocated in the arena itself, so they live exactly as
+ * long as what they follow; marks remember the newest record.
+ *
+ * Not supported: individual free (the resource view frees only the newest
+ * allocation), thread safety (one arena per thread), shrinking the block
+ * chain on reset (that is release).
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "internal.h"
+#include "memres/arena.h"
+#include "track.h"
+
+#define ALIGN MR_ARENA_ALIGN
+#define DEFAULT_BLOCK_SIZE ((size_t)4096)
+#define DEFAULT_MAX_BLOCK_SIZE ((size_t)2 << 20)
+#define MIN_BLOCK_SIZE ((size_t)256)
+#define DEDICATED_SCAN 16 /* spare dedicated blocks looked at per large request */
+
+typedef struct block {
+    struct block *next;
+    size_t size;   /* bytes of the block, header included (as requested upstream) */
+    uintptr_t top; /* fill level while not current; end of the allocation for dedicated blocks */
+    size_t owned;  /* 1: from upstream; 0: the caller's buffer */
+} block;
+
+#define HDR mri_align_up_nocheck(sizeof(block), ALIGN)
+
+typedef struct cleanup {
+    struct cleanup *prev;
+    void (*fn)(void *arg);
+    void *arg;
+} cleanup;
+
+struct mr_arena {
+    struct mri_arena_hot hot; /* first: read by the inline fast path */
+    mr_resource resource;     /* the mr_arena_resource() view */
+    mr_resource *upstream;
+    block *head;      /* chain in order of use; up to cur in use, after cur spare */
+    block *cur;       /* NULL: no block in use */
+    block *big;       /* dedicated blocks in use, newest first */
+    block *big_spare; /* dedicated blocks kept for reuse */
+    cleanup *cleanups; /* newest first */
+    size_t block_size, next_size, max_block_size, limit;
+    size_t held, peak_held, upstream_allocations, upstream_deallocations;
+    size_t header_size; /* bytes of this header from upstream; 0 when carved from a buffer */
+    void *buffer;       /* the caller's buffer (unpoisoned on destroy) */
+    size_t buffer_size;
+};
+
+/* ---- blocks ---- */
+
+static inline uintptr_t data_of(const block *b) { return (uintptr_t)b + HDR; }
+
+static inline uintptr_t end_of(const block *b)
+{
+    uintptr_t e = ((uintptr_t)b + b->size) & ~(uintptr_t)(ALIGN - 1);
+    const uintptr_t top = (UINTPTR_MAX - MRI_ARENA_INLINE_MAX) & ~(uintptr_t)(ALIGN - 1);
+    if (MR_UNLIKELY(e > top)) /* keep ptr + size from wrapping in the inline path */
+        e = top > data_of(b) ? top : data_of(b);
+    return e;
+}
+
+/* Where a request of rsize bytes aligned to align would start in b, or 0. */
+static inline uintptr_t fit_in(uintptr_t from, uintptr_t end, size_t rsize, size_t align)
+{
+    uintptr_t p = mri_align_ptr(from, align);
+    if (p < from || p > end || rsize > end - p)
+        return 0;
+    return p;
+}
+
+/* Block sizes are multiples of 64 bytes below a page and of pages above. */
+static bool round_block(size_t n, size_t *out)
+{
+    size_t page = mri_os_page_size();
+    return mri_align_up(n, n < page ? 64 : page, out) && *out <= MRI_MAX_SIZE;
+}
+
+static block *new_block(mr_arena *a, size_t size)
+{
+    if (a->limit != 0 && (size > a->limit || a->held > a->limit - size))
+        return mri_fail(ENOMEM);
+    block *b = mr_allocate(a->upstream, size, ALIGN);
+    if (MR_UNLIKELY(b == NULL))
+        return mri_fail(ENOMEM);
+    a->upstream_allocations++;
+    a->held += size;
+    if (a->held > a->peak_held)
+        a->peak_held = a->held;
+    b->next = NULL;
+    b->size = size;
+    b->top = data_of(b);
+    b->owned = 1;
+    mri_track_poison(data_of(b), size - HDR);
+    return b;
+}
+
+static void free_block(mr_arena *a, block *b)
+{
+    if (!b->owned)
+        return;
+    size_t size = b->size;
+    mri_track_unpoison(b, size);
+    a->held -= size;
+    a->upstream_deallocations++;
+    mr_deallocate(a->upstream, b, size, ALIGN);
+}
+
+static void free_list(mr_arena *a, block *b)
+{
+    while (b != NULL) {
+        block *next = b->next;
+        free_block(a, b);
+        b = next;
+    }
+}
+
+static inline void set_current(mr_arena *a, block *b, uintptr_t ptr)
+{
+    a->cur = b;
+    a->hot.ptr = ptr;
+    a->hot.end = end_of(b);
+}
+
+/* No block in use: ptr == end, so every request takes the slow path, and a
+ * size-0 request gets a non-NULL pointer that points at nothing of ours. */
+static inline void set_empty(mr_arena *a)
+{
+    a->cur = NULL;
+    a->hot.ptr = a->hot.end = (uintptr_t)(a + 1);
+}
+
+/* Make the first block of the chain current (or none). */
+static inline void restart(mr_arena *a)
+{
+    if (a->head != NULL)
+        set_current(a, a->head, data_of(a->head));
+    else
+        set_empty(a);
+}
+
+static void *bump(mr_arena *a, uintptr_t p, size_t size, size_t rsize)
+{
+    a->hot.ptr = p + rsize;
+    a->hot.allocations++;
+    mri_track_unpoison(p, size);
+    return (void *)p;
+}
+
+/* ---- allocation slow path ---- */
+
+static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t align, size_t need)
+{
+    block **link = &a->big_spare;
+    block *b = NULL;
+    for (int i = 0; *link != NULL && i < DEDICATED_SCAN; i++, link = &(*link)->next) {
+        if (fit_in(data_of(*link), end_of(*link), rsize, align) != 0) {
+            b = *link;
+            *link = b->next;
+            break;
+        }
+    }
+    if (b == NULL) {
+        size_t bsize;
+        if (!mri_add_overflow(need, HDR, &bsize) && round_block(bsize, &bsize)) {
+            /* A miss returns the oldest-looked-at spare first, so that spares
+             * of sizes no longer asked for cannot accumulate cycle after cycle. */
+            block *victim = a->big_spare;
+            if (victim != NULL) {
+                a->big_spare = victim->next;
+                free_block(a, victim);
+            }
+            b = new_block(a, bsize);
+        } else {
+            errno = ENOMEM;
+        }
+        if (b == NULL)
+            return NULL;
+    }
+    uintptr_t p = mri_align_ptr(data_of(b), align);
+    b->top = p + rsize;
+    b->next = a->big;
+    a->big = b;
+    a->hot.allocations++;
+    mri_track_unpoison(p, size);
+    return (void *)p;
+}
+
+static size_t next_growth(size_t cur, size_t max)
+{
+    size_t n;
+    if (cur >= max || mri_mul_overflow(cur, 2, &n) || n >= max || !round_block(n, &n) || n > max)
+        return max;
+    return n;
+}
+
+MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align)
+{
+    if (MR_UNLIKELY(!mri_is_pow2(align)))
+        return mri_fail(EINVAL);
+    if (MR_UNLIKELY(size > MRI_MAX_SIZE))
+        return mri_fail(ENOMEM);
+    if (align < ALIGN)
+        align = ALIGN;
+    size_t rsize = mri_align_up_nocheck(size, ALIGN); /* size <= PTRDIFF_MAX: cannot wrap */
+
+    uintptr_t p = fit_in(a->hot.ptr, a->hot.end, rsize, align);
+    if (p != 0)
+        return bump(a, p, size, rsize);
+
+    size_t need; /* bytes that hold the request from any ALIGN-aligned start */
+    if (mri_add_overflow(rsize, align - ALIGN, &need) || need > MRI_MAX_SIZE - HDR)
+        return mri_fail(ENOMEM);
+    if (need > a->next_size - HDR)
+        return alloc_dedicated(a, size, rsize, align, need);
+
+    block *b = a->cur != NULL ? a->cur->next : a->head;
+    if (b == NULL || fit_in(data_of(b), end_of(b), rsize, align) == 0) {
+        size_t bsize = a->next_size;
+        if (a->limit != 0 && bsize > a->limit - a->held) {
+            bsize = (a->limit - a->held) & ~(size_t)63; /* the most the limit allows */
+            if (bsize < HDR + need)
+                return mri_fail(ENOMEM);
+        }
+        b = new_block(a, bsize);
+        if (b == NULL)
+            return NULL;
+        if (a->cur != NULL) {
+            b->next = a->cur->next;
+            a->cur->next = b;
+        } else {
+            b->next = a->head;
+            a->head = b;
+        }
+        if (bsize == a->next_size)
+            a->next_size = next_growth(a->next_size, a->max_block_size);
+    }
+    if (a->cur != NULL)
+        a->cur->top = a->hot.ptr;
+    set_current(a, b, data_of(b));
+    p = fit_in(a->hot.ptr, a->hot.end, rsize, align);
+    MR_ASSERT_INTERNAL(p != 0);
+    return bump(a, p, size, rsize);
+}
+
+/* ---- create / destroy ---- */
+
+static void *view_allocate(mr_resource *self, size_t size, size_t align);
+static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
+static const struct mr_resource_ops arena_ops = {view_allocate, view_deallocate, NULL};
+
+MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
+{
+    mr_arena_options o = {0};
+    if (opts != NULL)
+        o = *opts;
+    if ((o.buffer == NULL) != (o.buffer_size == 0))
+        return mri_fail(EINVAL);
+    if (o.block_size != 0 && o.max_block_size != 0 && o.block_size > o.max_block_size)
+        return mri_fail(EINVAL);
+
+    size_t bs = o.block_size != 0 ? o.block_size : DEFAULT_BLOCK_SIZE;
+    size_t mx = o.max_block_size != 0 ? o.max_block_size : DEFAULT_MAX_BLOCK_SIZE;
+    if (o.max_block_size == 0 && mx < bs)
+        mx = bs;
+    if (o.block_size == 0 && bs > mx)
+        bs = mx;
+    if (bs < MIN_BLOCK_SIZE)
+        bs = MIN_BLOCK_SIZE;
+    if (mx < bs)
+        mx = bs;
+    if (!round_block(bs, &bs) || !round_block(mx, &mx))
+        return mri_fail(EINVAL);
+
+    mr_resource *up = o.upstream != NULL ? o.upstream : mr_get_default_resource();
+    mr_arena *a;
+    block *first = NULL;
+    size_t header_size = 0;
+    if (o.buffer != NULL) {
+        uintptr_t start = (uintptr_t)o.buffer, end = start + o.buffer_size;
+        uintptr_t ha = mri_align_ptr(start, alignof(mr_arena));
+        uintptr_t ba = mri_align_ptr(ha + sizeof(mr_arena), ALIGN);
+        if (end < start || ha < start || ba < ha || ba > end || end - ba < HDR + ALIGN)
+            return mri_fail(EINVAL);
+        a = (mr_arena *)ha;
+        first = (block *)ba;
+        first->next = NULL;
+        first->size = (size_t)(end - ba);
+        first->top = data_of(first);
+        first->owned = 0;
+    } else {
+        header_size = sizeof(mr_arena);
+        if (o.limit != 0 && header_size > o.limit)
+            return mri_fail(ENOMEM);
+        a = mr_allocate(up, header_size, alignof(mr_arena));
+        if (a == NULL)
+            return mri_fail(ENOMEM);
+    }
+
+    memset(a, 0, sizeof *a);
+    a->resource.ops = &arena_ops;
+    a->upstream = up;
+    a->head = first;
+    a->block_size = a->next_size = bs;
+    a->max_block_size = mx;
+    a->limit = o.limit;
+    a->header_size = header_size;
+    a->held = a->peak_held = header_size;
+    a->upstream_allocations = header_size != 0;
+    a->buffer = o.buffer;
+    a->buffer_size = o.buffer_size;
+    if (first != NULL)
+        mri_track_poison(data_of(first), first->size - HDR);
+    restart(a);
+    return a;
+}
+
+static void run_cleanups(mr_arena *a, const cleanup *stop)
+{
+    while (a->cleanups != NULL && a->cleanups != stop) {
+        cleanup *c = a->cleanups;
+        a->cleanups = c->prev;
+        c->fn(c->arg);
+    }
+}
+
+MR_API void mr_arena_release(mr_arena *a)
+{
+    run_cleanups(a, NULL);
+    free_list(a, a->big);
+    free_list(a, a->big_spare);
+    a->big = a->big_spare = NULL;
+    block *keep = NULL;
+    for (block *b = a->head, *next; b != NULL; b = next) {
+        next = b->next;
+        if (b->owned) {
+            free_block(a, b);
+        } else {
+            b->next = NULL;
+            mri_track_poison(data_of(b), b->size - HDR);
+            keep = b;
+        }
+    }
+    a->head = keep;
+    a->next_size = a->block_size;
+    restart(a);
+}
+
+MR_API void mr_arena_destroy(mr_arena *a)
+{
+    if (a == NULL)
+        return;
+    mr_arena_release(a);
+    if (a->header_size != 0) {
+        mr_resource *up = a->upstream;
+        size_t size = a->header_size;
+        mr_deallocate(up, a, size, alignof(mr_arena));
+    } else {
+        mri_track_unpoison(a->buffer, a->buffer_size);
+    }
+}
+
+/* ---- marks ---- */
+
+MR_API mr_arena_mark mr_arena_save(const mr_arena *a)
+{
+    mr_arena_mark m = {a->cur, a->hot.ptr, a->big, a->cleanups};
+    return m;
+}
+
+static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, block *mbig, cleanup *mcleanups)
+{
+    run_cleanups(a, mcleanups);
+    while (a->big != mbig) {
+        MR_ASSERT(a->big != NULL, "mr_arena_rewind: the mark is not from this arena, or lies after an earlier rewind");
+        if (a->big == NULL)
+            break;
+        block *b = a->big;
+        a->big = b->next;
+        b->next = a->big_spare;
+        a->big_spare = b;
+        mri_track_poison(data_of(b), b->size - HDR);
+    }
+    if (MRI_TRACKING) {
+        for (block *b = mb != NULL ? mb->next : a->head; b != NULL; b = b->next)
+            mri_track_poison(data_of(b), b->size - HDR);
+    }
+    if (mb != NULL) {
+        MR_ASSERT(mptr >= data_of(mb) && mptr <= end_of(mb), "mr_arena_rewind: the mark is not from this arena");
+        mri_track_poison(mptr, end_of(mb) - mptr);
+        set_current(a, mb, mptr);
+    } else {
+        restart(a);
+    }
+}
+
+MR_API void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
+{
+#if MR_DEBUG >= 3
+    bool found = m.mri_block == NULL;
+    for (block *b = a->head; b != NULL && !found; b = b->next) {
+        found = b == m.mri_block;
+        if (b == a->cur)
+            break;
+    }
+    MR_ASSERT_EXPENSIVE(found);
+#endif
+    rewind_to(a, m.mri_block, m.mri_ptr, m.mri_big, m.mri_cleanups);
+}
+
+MR_API void mr_arena_reset(mr_arena *a) { rewind_to(a, NULL, 0, NULL, NULL); }
+
+MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
+{
+    if (fn == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    cleanup *c = mr_arena_alloc(a, sizeof *c);
+    if (c == NULL)
+        return -1;
+    c->prev = a->cleanups;
+    c->fn = fn;
+    c->arg = arg;
+    a->cleanups = c;
+    return 0;
+}
+
+/* ---- derived allocation functions ---- */
+
+MR_API void *mr_arena_calloc(mr_arena *a, size_t count, size_t size)
+{
+    size_t total;
+    if (mri_mul_overflow(count, size, &total))
+        return mri_fail(ENOMEM);
+    void *p = mr_arena_alloc(a, total);
+    if (p != NULL)
+        memset(p, 0, total);
+    return p;
+}
+
+/* Is p (of rsize rounded bytes) the newest allocation of the current block? */
+static inline bool is_newest(const mr_arena *a, uintptr_t p, size_t rsize)
+{
+    return a->cur != NULL && p >= data_of(a->cur) && p <= a->hot.ptr && a->hot.ptr - p == rsize;
+}
+
+MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_size)
+{
+    if (p == NULL)
+        return mr_arena_alloc(a, new_size);
+    if (new_size > MRI_MAX_SIZE)
+        return mri_fail(ENOMEM);
+    uintptr_t up = (uintptr_t)p;
+    size_t rold;
+    if (mri_align_up(old_size, ALIGN, &rold) && is_newest(a, up, rold)) {
+        size_t rnew = mri_align_up_nocheck(new_size, ALIGN);
+        if (rnew <= a->hot.end - up) {
+            if (new_size > old_size)
+                mri_track_unpoison(up + old_size, new_size - old_size);
+            else
+                mri_track_poison(up + new_size, old_size - new_size);
+            a->hot.ptr = up + rnew;
+            return p;
+        }
+    }
+    if (new_size <= old_size)
+        return p;
+    void *q = mr_arena_alloc(a, new_size);
+    if (q != NULL)
+        memcpy(q, p, old_size);
+    return q;
+}
+
+MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n)
+{
+    if (s == NULL)
+        return mri_fail(EINVAL);
+    size_t len = strnlen(s, n);
+    char *p = mr_arena_alloc(a, len + 1);
+    if (p != NULL) {
+        memcpy(p, s, len);
+        p[len] = '\0';
+    }
+    return p;
+}
+
+MR_API char *mr_arena_strdup(mr_arena *a, const char *s)
+{
+    if (s == NULL)
+        return mri_fail(EINVAL);
+    return mr_arena_strndup(a, s, SIZE_MAX);
+}
+
+MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n;
+    char *p = NULL;
+    if (!MRI_TRACKING && a->cur != NULL) {
+        /* One pass into the free tail; it is ours, so a partial write is harmless. */
+        size_t avail = (size_t)(a->hot.end - a->hot.ptr);
+        n = vsnprintf((char *)a->hot.ptr, avail, fmt, ap);
+        if (n >= 0 && (size_t)n < avail) {
+            p = mr_arena_alloc(a, (size_t)n + 1);
+            MR_ASSERT_INTERNAL(p == (char *)a->hot.ptr - mri_align_up_nocheck((size_t)n + 1, ALIGN));
+            va_end(ap2);
+            return p;
+        }
+    } else {
+        n = vsnprintf(NULL, 0, fmt, ap);
+    }
+    if (n >= 0) {
+        p = mr_arena_alloc(a, (size_t)n + 1);
+        if (p != NULL)
+            vsnprintf(p, (size_t)n + 1, fmt, ap2);
+    }
+    va_end(ap2);
+    return p;
+}
+
+MR_API char *mr_arena_sprintf(mr_arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = mr_arena_vsprintf(a, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* ---- the resource view ---- */
+
+#define ARENA_OF(r) ((mr_arena *)(void *)((char *)(r) - offsetof(mr_arena, resource)))
+
+static void *view_allocate(mr_resource *self, size_t size, size_t align)
+{
+    return mr_arena_alloc_aligned(ARENA_OF(self), size, align);
+}
+
+static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align)
+{
+    (void)align;
+    mr_arena *a = ARENA_OF(self);
+    size_t rsize;
+    if (mri_align_up(size, ALIGN, &rsize) && is_newest(a, (uintptr_t)p, rsize)) {
+        mri_track_poison(p, rsize);
+        a->hot.ptr = (uintptr_t)p;
+    }
+}
+
+MR_API mr_resource *mr_arena_resource(mr_arena *a) { return &a->resource; }
+
+/* ---- statistics and checking ---- */
+
+MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
+{
+    size_t in_use = 0;
+    if (a->cur != NULL) {
+        for (const block *b = a->head; b != NULL; b = b->next) {
+            if (b == a->cur) {
+                in_use += a->hot.ptr - data_of(b);
+                break;
+            }
+            in_use += b->top - data_of(b);
+        }
+    }
+    for (const block *b = a->big; b != NULL; b = b->next)
+        in_use += b->top - data_of(b);
+    out->in_use = in_use;
+    out->held = a->held;
+    out->peak_held = a->peak_held;
+    out->allocations = a->hot.allocations;
+    out->upstream_allocations = a->upstream_allocations;
+    out->upstream_deallocations = a->upstream_deallocations;
+}
+
+#define CHECK(cond, ...)                                       \
+    do {                                                       \
+        if (!(cond)) {                                         \
+            fprintf(stderr, "mr_arena_check: " __VA_ARGS__);   \
+            fputc('\n', stderr);                               \
+            return false;                                      \
+        }                                                      \
+    } while (0)
+
+static bool check_list(const block *b, size_t *held, size_t *owned, bool dedicated)
+{
+    for (; b != NULL; b = b->next) {
+        CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
+        if (dedicated)
+            CHECK(b->top >= data_of(b) && b->top <= end_of(b), "dedicated block %p top outside it", (const void *)b);
+        if (b->owned) {
+            *held += b->size;
+            (*owned)++;
+        }
+    }
+    return true;
+}
+
+MR_API bool mr_arena_check(const mr_arena *a)
+{
+    size_t held = a->header_size, owned = a->header_size != 0;
+    CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
+    CHECK((a->hot.end - a->hot.ptr) % ALIGN == 0, "free space %ju not a multiple of %zu",
+          (uintmax_t)(a->hot.end - a->hot.ptr), ALIGN);
+    if (a->cur != NULL) {
+        bool found = false;
+        for (const block *b = a->head; b != NULL && !found; b = b->next)
+            found = b == a->cur;
+        CHECK(found, "current block %p not in the chain", (const void *)a->cur);
+        CHECK(a->hot.ptr >= data_of(a->cur) && a->hot.end == end_of(a->cur), "bump pointer outside the current block");
+        CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
+    } else {
+        CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
+    }
+    if (!check_list(a->head, &held, &owned, false) || !check_list(a->big, &held, &owned, true) ||
+        !check_list(a->big_spare, &held, &owned, false))
+        return false;
+    CHECK(held == a->held, "held %zu but blocks add up to %zu", a->held, held);
+    CHECK(a->upstream_allocations - a->upstream_deallocations == owned,
+          "%zu upstream allocations - %zu deallocations != %zu owned blocks", a->upstream_allocations,
+          a->upstream_deallocations, owned);
+    CHECK(a->peak_held >= a->held, "peak %zu below held %zu", a->peak_held, a->held);
+    CHECK(a->limit == 0 || a->held <= a->limit, "held %zu above limit %zu", a->held, a->limit);
+    CHECK(a->next_size >= a->block_size && a->next_size <= a->max_block_size, "growth size %zu outside [%zu, %zu]",
+          a->next_size, a->block_size, a->max_block_size);
+    return true;
+}
