@@ -1,11 +1,41 @@
 /* src/os.c -- the page source and every other fact memres takes from the OS.
  *
- * This is the only file with mmap/munmap/madvise/sysconf and platform #ifdefs;
- * the allocators above ask it for the page size and for page-granular memory.
+ * This is the only file with mmap/munmap/madvise/sysconf and platform
+ * #ifdefs; the allocators above ask it for the page size and for
+ * page-granular memory (os.h), and users get it as mr_page_resource().
+ *
+ * Mapping with an alignment above the page size.  mmap only promises page
+ * alignment, so for align > page we map len + align - page bytes: since the
+ * mapping starts on a page boundary, an align boundary lies within its first
+ * align - page bytes, and len bytes fit after it.  The unaligned head and the
+ * surplus tail are unmapped at once, so the region costs exactly len bytes of
+ * address space afterwards and deallocate unmaps exactly len.
+ *
+ * Huge pages.  Transparent huge pages back only 2 MiB-aligned, 2 MiB-long
+ * extents of a region the kernel allows THP for (all anonymous memory with
+ * "always", madvised memory with "madvise").  mr_page_resource_huge() aligns
+ * every region of 2 MiB or more to 2 MiB and advises MADV_HUGEPAGE on its
+ * 2 MiB-aligned part; regions below 2 MiB are left to ordinary pages so that
+ * small allocations do not grow to 2 MiB of RSS.  The length is not rounded
+ * up to 2 MiB: a 3 MiB region gets one huge page and 1 MiB of small ones.
+ *
+ * Invariant: for every live region, mapped length == page_round(size) where
+ * size is what the caller passes to allocate and deallocate alike, and the
+ * huge flag never changes that length, so the two page resources are
+ * interchangeable for deallocation (equal resources).
+ *
+ * Not supported: platforms without mmap (Windows would need VirtualAlloc
+ * here); partial deallocation; committing or decommitting inside a region.
  */
+#include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "memres/blocks.h"
+#include "os.h"
+
+#if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+#  define MAP_ANONYMOUS MAP_ANON
+#endif
 
 size_t mri_os_page_size(void)
 {
@@ -18,3 +48,106 @@ size_t mri_os_page_size(void)
     }
     return ps;
 }
+
+static void *os_mmap(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void *mri_os_map(size_t len, size_t align)
+{
+    size_t page = mri_os_page_size();
+    MR_ASSERT_INTERNAL(len != 0 && len % page == 0 && mri_is_pow2(align));
+    if (MR_UNLIKELY(len > MRI_MAX_SIZE))
+        return mri_fail(ENOMEM);
+    if (align <= page) {
+        void *p = os_mmap(len);
+        return p != NULL ? p : mri_fail(ENOMEM);
+    }
+    size_t total;
+    if (mri_add_overflow(len, align - page, &total) || total > MRI_MAX_SIZE)
+        return mri_fail(ENOMEM);
+    char *raw = os_mmap(total);
+    if (raw == NULL)
+        return mri_fail(ENOMEM);
+    char *start = (char *)mri_align_ptr((uintptr_t)raw, align);
+    size_t head = (size_t)(start - raw);
+    size_t tail = total - head - len;
+    if (head != 0)
+        (void)munmap(raw, head);
+    if (tail != 0)
+        (void)munmap(start + len, tail);
+    return start;
+}
+
+void mri_os_unmap(void *p, size_t len)
+{
+    if (p != NULL && len != 0)
+        (void)munmap(p, len);
+}
+
+bool mri_os_advise_huge(void *p, size_t len)
+{
+#if defined(MADV_HUGEPAGE)
+    uintptr_t lo = mri_align_ptr((uintptr_t)p, MR_HUGE_PAGE_SIZE);
+    uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(MR_HUGE_PAGE_SIZE - 1);
+    if (hi <= lo)
+        return false;
+    return madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0;
+#else
+    (void)p, (void)len;
+    return false;
+#endif
+}
+
+/* ---- the page resources ---- */
+
+/* The mapped length of a request of size bytes: whole pages, one at least.
+ * false when it does not fit. */
+static bool page_length(size_t size, size_t *len)
+{
+    if (MR_UNLIKELY(size > MRI_MAX_SIZE))
+        return false;
+    return mri_align_up(size != 0 ? size : 1, mri_os_page_size(), len) && *len <= MRI_MAX_SIZE;
+}
+
+static void *page_allocate(mr_resource *self, size_t size, size_t align)
+{
+    const struct mri_page_resource *r = (const struct mri_page_resource *)self;
+    size_t len;
+    if (!page_length(size, &len))
+        return mri_fail(ENOMEM);
+    bool huge = r->huge && len >= MR_HUGE_PAGE_SIZE;
+    if (huge && align < MR_HUGE_PAGE_SIZE)
+        align = MR_HUGE_PAGE_SIZE;
+    void *p = mri_os_map(len, align);
+    if (p != NULL && huge)
+        (void)mri_os_advise_huge(p, len); /* best effort: ordinary pages otherwise */
+    return p;
+}
+
+static void page_deallocate(mr_resource *self, void *p, size_t size, size_t align)
+{
+    (void)self, (void)align;
+    size_t len;
+    bool ok = page_length(size, &len);
+    MR_ASSERT(ok, "mr_page_resource: deallocate with a size no allocation can have");
+    if (ok)
+        mri_os_unmap(p, len);
+}
+
+static bool page_is_equal(const mr_resource *self, const mr_resource *other)
+{
+    (void)self, (void)other;
+    return true; /* same ops: the mapped length never depends on the huge flag */
+}
+
+static const struct mr_resource_ops page_ops = {page_allocate, page_deallocate, page_is_equal};
+
+struct mri_page_resource mri_os_pages = {{&page_ops}, false};
+struct mri_page_resource mri_os_pages_huge = {{&page_ops}, true};
+
+MR_API size_t mr_page_size(void) { return mri_os_page_size(); }
+MR_API mr_resource *mr_page_resource(void) { return &mri_os_pages.base; }
+MR_API mr_resource *mr_page_resource_huge(void) { return &mri_os_pages_huge.base; }

@@ -1,0 +1,173 @@
+/* memres/objpool.h -- a pool of fixed-size objects (git's alloc.c, GCC's
+ * object_allocator): the fastest way to make and drop many objects of one
+ * type.
+ *
+ * Every object of a pool has the same size and alignment, fixed at create.
+ * Objects are carved from blocks of objects_per_block objects taken from the
+ * upstream resource; a freed object goes on an intrusive free list kept
+ * inside the freed objects themselves, so objects carry no per-object header
+ * and a 40-byte object costs 40 bytes.  mr_objpool_alloc reuses the most
+ * recently freed object first (LIFO: its memory is likely still in cache),
+ * else carves the next never-used object of the current block, else takes
+ * a block; mr_objpool_reset frees every object at once and keeps the blocks.
+ *
+ * Object size: the size given to create is rounded up to at least
+ * sizeof(void *) and to a multiple of the alignment (itself at least
+ * alignof(void *)), because a free object holds the free-list link.
+ * mr_objpool_object_size() returns that rounded size; every object may use
+ * all of it.
+ *
+ * Thread-safety: none.  One pool belongs to one thread at a time; distinct
+ * pools are independent and may be used from different threads.
+ *
+ * Errors: a failed call returns NULL with errno = ENOMEM (the upstream could
+ * not give a block) or EINVAL (bad size or alignment) and leaves the pool
+ * exactly as it was: same objects, same bytes held.  Only the history in
+ * mr_stats (peak_held, upstream_*) may record what it tried.
+ *
+ * Sanitizers: when this header is compiled with AddressSanitizer
+ * (MR_SANITIZED), alloc and free call out of line so that the library (built
+ * with ASan too) poisons free objects: use after free or reset is reported.
+ * Build the library and its users the same way.
+ */
+#ifndef MEMRES_OBJPOOL_H
+#define MEMRES_OBJPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "memres/resource.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mr_objpool mr_objpool;
+
+typedef struct mr_objpool_options {
+    mr_resource *upstream;      /* NULL: mr_get_default_resource() at create time */
+    size_t objects_per_block;   /* objects in each block; 0: 1024 */
+} mr_objpool_options;
+
+/* The objects per block when the options say 0. */
+#define MR_OBJPOOL_DEFAULT_OBJECTS_PER_BLOCK ((size_t)1024)
+
+/* Creates a pool of objects of object_size bytes aligned to align.  opts may
+ * be NULL (all defaults).  Only the pool's header (about a hundred bytes)
+ * is taken from upstream now; the first block comes with the first
+ * allocation.  Each block is exactly objects_per_block * (rounded size)
+ * bytes, requested from upstream with the pool's alignment (any power of
+ * two the upstream supports: 4096 and above with the malloc resource); the
+ * list of blocks is kept apart from them, so no block carries a header.
+ * Errors: NULL with errno = EINVAL when object_size is 0, align is 0 or not
+ * a power of two, or the rounded size or a block's size (size times
+ * objects_per_block) does not fit in PTRDIFF_MAX; ENOMEM when the upstream
+ * cannot give the header. */
+MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_objpool_options *opts);
+
+/* Returns every block and the header to upstream.  NULL: no-op.  Every
+ * object from the pool becomes invalid. */
+MR_API void mr_objpool_destroy(mr_objpool *p);
+
+/* Out-of-line slow paths of mr_objpool_alloc and mr_objpool_free; not for
+ * direct use.  mri_objpool_alloc_slow returns the object (or NULL, ENOMEM). */
+MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p);
+MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj);
+
+/* Private: the fields the inline fast paths read, first in struct mr_objpool.
+ * Invariant: ptr and end lie in the current block (ptr == end == 0 before
+ * the first block), end - ptr is a multiple of size, and every object on
+ * the free list holds the address of the next one in its first word. */
+struct mri_objpool_hot {
+    void     *free;         /* most recently freed object; NULL: list empty */
+    uintptr_t ptr;          /* next never-used object of the current block */
+    uintptr_t end;          /* end of the current block; ptr == end: exhausted */
+    size_t    size;         /* object size, rounded (the stride between objects) */
+    size_t    allocations;  /* successful allocations so far */
+    size_t    frees;        /* objects freed so far (reset counts all live ones) */
+};
+
+/* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
+ * pool's alignment, uninitialised).  Failure: NULL, errno = ENOMEM, nothing
+ * changed.  The object lives until it is freed, or the pool is reset,
+ * released or destroyed.
+ * Common case inline, no call: pop the free list, else bump in the block. */
+static inline void *mr_objpool_alloc(mr_objpool *p)
+{
+#if !MR_SANITIZED
+    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
+    void *obj = h->free;
+    if (MR_LIKELY(obj != NULL)) {
+        /* memcpy, not a void * load: the object's memory has the user's
+         * types; a char-typed copy aliases them all (one mov). */
+        memcpy(&h->free, obj, sizeof h->free);
+        h->allocations++;
+        return obj;
+    }
+    uintptr_t q = h->ptr;
+    if (MR_LIKELY(q != h->end)) {
+        h->ptr = q + h->size;
+        h->allocations++;
+        return (void *)q;
+    }
+#endif
+    return mri_objpool_alloc_slow(p);
+}
+
+/* Returns obj (from mr_objpool_alloc on this pool, not freed since) to the
+ * pool; it is the next object mr_objpool_alloc hands out.  obj NULL: no-op.
+ * Never calls upstream; memory goes back on release or destroy.  Freeing an
+ * object twice or one from elsewhere corrupts the pool (mr_objpool_check
+ * finds it; ASan builds report the use after free that follows). */
+static inline void mr_objpool_free(mr_objpool *p, void *obj)
+{
+#if !MR_SANITIZED
+    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
+    if (MR_LIKELY(obj != NULL)) {
+        memcpy(obj, &h->free, sizeof h->free);
+        h->free = obj;
+        h->frees++;
+    }
+#else
+    mri_objpool_free_slow(p, obj);
+#endif
+}
+
+/* Frees every object at once and keeps every block: the next allocations
+ * carve the same blocks again, in the same order, with no upstream call.
+ * O(1) (O(blocks used) in ASan builds, which poison them). */
+MR_API void mr_objpool_reset(mr_objpool *p);
+
+/* Frees every object and returns every block (and the block list) upstream;
+ * the pool keeps only its header and stays usable. */
+MR_API void mr_objpool_release(mr_objpool *p);
+
+/* Fills *out (mr_stats is in resource.h).  O(1).
+ *   in_use      live objects * mr_objpool_object_size(p)
+ *   held        bytes held from upstream: header, blocks and block list
+ *   allocations successful mr_objpool_alloc calls (and resource allocates)
+ *   upstream_*  successful upstream allocate / deallocate calls */
+MR_API void mr_objpool_stats(const mr_objpool *p, mr_stats *out);
+
+/* The rounded object size: what every object may use, and the stride. */
+MR_API size_t mr_objpool_object_size(const mr_objpool *p);
+
+/* Verifies the pool's invariants: the current block and bump pointer, every
+ * free-list entry an object boundary inside the carved part of a block,
+ * no cycle, free + live == carved objects, held bytes == header + blocks +
+ * block list.  O(free objects * log blocks).  Returns true when they hold;
+ * otherwise prints the first violation to stderr and returns false. */
+MR_API bool mr_objpool_check(const mr_objpool *p);
+
+/* The pool as an mr_resource (owned by the pool, valid until destroy).
+ * allocate(size, align) gives an object when size <= the rounded object size
+ * and align <= the pool's alignment (size 0 too); larger sizes fail with
+ * ENOMEM, larger alignments with EINVAL.  deallocate frees the object (size
+ * and align are not needed).  Equal only to itself.  Not thread-safe. */
+MR_API mr_resource *mr_objpool_resource(mr_objpool *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_OBJPOOL_H */

@@ -1,0 +1,239 @@
+/* memres/pools.h -- size-class pools: many sizes, freed one by one, fast
+ * (std::pmr::unsynchronized_pool_resource, PostgreSQL's AllocSet).
+ *
+ * A request is served from the pool of its size class: a free list of
+ * blocks of one size, refilled from chunks taken from the upstream resource.
+ * Freeing a block pushes it on its class's free list; the next request of
+ * that class gets it back (LIFO: likely still in cache).  Because the caller
+ * passes the size (and alignment) to mr_pools_free, the class is computed
+ * again from them: no header before the block, no lookup of the chunk.
+ *
+ * Size classes: 16, 32, 48, ... 128 (16-byte steps), then four classes in
+ * each power of two (160, 192, 224, 256, 320, 384, 448, 512, 640, ...), so
+ * rounding wastes at most 25% of a request above 128 bytes (and < 16 bytes
+ * below).  The class of a request is the smallest class that holds size
+ * bytes and whose blocks are aligned to align, i.e. the class of
+ * max(size, align) rounded up to a multiple of align; blocks of a class are
+ * aligned to the largest power of two dividing the class size (at least 16,
+ * at most MR_POOLS_MAX_ALIGN).  mr_pools_block_size() says what a request
+ * gets.
+ *
+ * Direct requests: sizes above largest_required_pool_block (rounded up to a
+ * class) and alignments above MR_POOLS_MAX_ALIGN go straight to the upstream
+ * resource, with a 16-byte header (or one alignment unit, when it is larger)
+ * before the block that links it into the pool's list of direct blocks, so
+ * mr_pools_free returns such a block upstream at once and release/destroy
+ * return any still held.
+ *
+ * Chunks: the first chunk of a class holds about 4 KiB of blocks (at least
+ * one block), each next one twice as many blocks, up to max_blocks_per_chunk
+ * blocks (default: 16384 blocks and at most 256 KiB per chunk).  A chunk is
+ * exactly the bytes its blocks need, rounded to 64 bytes (below a page) or to
+ * pages -- never a power of two plus a header: the chunk list lives apart
+ * from the chunks.
+ *
+ * Memory comes back upstream only on release or destroy (and at once for
+ * direct requests); reset frees every block and keeps every chunk.
+ *
+ * Thread-safety: none.  One pool belongs to one thread at a time; distinct
+ * pools are independent.  thread_safe = true is not implemented yet:
+ * mr_pools_create then fails with EINVAL (it never runs unsynchronised).
+ *
+ * Errors: a failed call returns NULL with errno = ENOMEM (the upstream could
+ * not give memory, or the size cannot be represented) or EINVAL (alignment 0
+ * or not a power of two, bad options) and leaves the pool exactly as it was.
+ *
+ * Sanitizers: when this header is compiled with AddressSanitizer
+ * (MR_SANITIZED), alloc and free call out of line so that the library (built
+ * with ASan too) poisons free blocks and the slack after each request inside
+ * its block: use after free or reset, and overflow into the class rounding,
+ * are reported.  Build the library and its users the same way.
+ */
+#ifndef MEMRES_POOLS_H
+#define MEMRES_POOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "memres/resource.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mr_pools mr_pools;
+
+typedef struct mr_pools_options {
+    mr_resource *upstream;              /* NULL: mr_get_default_resource() at create time */
+    size_t max_blocks_per_chunk;        /* most blocks in one chunk of any class; 0: library
+                                           default (16384 blocks, at most 256 KiB a chunk) */
+    size_t largest_required_pool_block; /* larger requests go straight upstream; rounded up
+                                           to a class, at most MR_POOLS_MAX_POOL_BLOCK;
+                                           0: MR_POOLS_DEFAULT_POOL_BLOCK */
+    bool   thread_safe;                 /* not implemented yet: true -> create fails, EINVAL */
+} mr_pools_options;
+
+/* largest_required_pool_block when the options say 0 (std::pmr in libstdc++
+ * pools up to 4 KiB; buffers of a few KiB are common enough to pool). */
+#define MR_POOLS_DEFAULT_POOL_BLOCK ((size_t)64 * 1024)
+/* The largest class; a larger largest_required_pool_block is lowered to it. */
+#define MR_POOLS_MAX_POOL_BLOCK ((size_t)1024 * 1024)
+/* The largest alignment pooled blocks give; larger alignments go upstream. */
+#define MR_POOLS_MAX_ALIGN ((size_t)4096)
+
+/* Creates a pool.  opts may be NULL (all defaults).  Only the pool's header
+ * (about 64 bytes per class: 3 KiB with the defaults) is taken from upstream
+ * now; chunks come with the first allocation of each class.
+ * Errors: NULL with errno = EINVAL when opts->thread_safe is true (not yet
+ * implemented); ENOMEM when the upstream cannot give the header. */
+MR_API mr_pools *mr_pools_create(const mr_pools_options *opts);
+
+/* Returns every chunk, every direct block and the header upstream.  NULL:
+ * no-op.  Every pointer from the pool becomes invalid. */
+MR_API void mr_pools_destroy(mr_pools *p);
+
+/* Out-of-line slow paths of mr_pools_alloc and mr_pools_free; not for direct
+ * use.  mri_pools_alloc_slow returns the block (or NULL with errno). */
+MR_API void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t align);
+MR_API void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size, size_t align);
+
+/* Private: one size class.  Invariants: bump and end lie in the class's
+ * current chunk (bump == end == 0 before its first chunk) and end - bump is
+ * a multiple of size; every block on the free list holds the address of the
+ * next one in its first word; free + live == capacity, where free counts the
+ * free list, the blocks between bump and end and the blocks of the kept
+ * chunks after the current one, and live == allocations - frees. */
+struct mri_pools_class {
+    void     *free;         /* most recently freed block; NULL: list empty */
+    uintptr_t bump;         /* next never-used block of the current chunk */
+    uintptr_t end;          /* end of the current chunk's blocks */
+    size_t    size;         /* block size of this class */
+    size_t    allocations;  /* blocks handed out so far */
+    size_t    frees;        /* blocks given back so far (reset counts all live ones) */
+    void     *chunks;       /* first chunk record (pools.c) */
+    void     *current;      /* record of the chunk bump/end lie in */
+};
+
+/* Private: the fields the inline fast paths read, first in struct mr_pools. */
+struct mri_pools_hot {
+    struct mri_pools_class *classes;  /* the class array (in the header block) */
+    size_t pool_max;                  /* the largest pooled size (a class size) */
+};
+
+/* Private: the class of a request of x + 1 bytes (1 <= x + 1 <= 2^62) with
+ * alignment <= 16.  Classes 0..7 are 16..128; above, class 4k - 24 + q holds
+ * the sizes (q << (k - 2), (q + 1) << (k - 2)] for k = floor(log2 x), q in
+ * 4..7.  No loop, no table: or, bit scan, two shifts, two adds. */
+static inline size_t mri_pools_class_of(size_t x)
+{
+    /* 63 ^ clz is the bit index (one bsr); x | 64 makes sizes <= 128 take k = 6 */
+    unsigned k = 63u ^ (unsigned)__builtin_clzll((unsigned long long)(x | 64u));
+    return (x >> (k - 2u)) + ((size_t)k << 2) - 24u;
+}
+
+/* Allocates size bytes aligned to align (a power of two, any size: above
+ * MR_POOLS_MAX_ALIGN it goes upstream).  size 0: a valid non-NULL pointer
+ * (a 16-byte block).  align 0 or not a power of two: NULL, errno = EINVAL.
+ * Failure: NULL, errno = ENOMEM, nothing changed.  The memory is
+ * uninitialised; size bytes of it may be used (to use the whole block, ask
+ * for mr_pools_block_size(p, size, align) bytes: the same block, same cost).
+ * Common case inline, no call: class lookup, pop the free list, else bump. */
+static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
+{
+#if !MR_SANITIZED
+    struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
+    if (MR_LIKELY(size - 1 < h->pool_max && align - 1 < 16 && (align & (align - 1)) == 0)) {
+        struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
+        void *b = c->free;
+        if (MR_LIKELY(b != NULL)) {
+            /* memcpy, not a void * load: the block's memory has the user's
+             * types; a char-typed copy aliases them all (one mov). */
+            memcpy(&c->free, b, sizeof c->free);
+            c->allocations++;
+            return b;
+        }
+        uintptr_t q = c->bump;
+        if (MR_LIKELY(q != c->end)) {
+            c->bump = q + c->size;
+            c->allocations++;
+            return (void *)q;
+        }
+    }
+#endif
+    return mri_pools_alloc_slow(p, size, align);
+}
+
+/* Returns ptr (from mr_pools_alloc(p, size, align), not freed since) to the
+ * pool, with the same size and align.  ptr NULL: no-op.  A pooled block goes
+ * on its class's free list (no upstream call); a direct block goes upstream
+ * at once.  A wrong size or alignment, a double free or a foreign pointer
+ * corrupts the pool (mr_pools_check finds most of it; ASan builds report the
+ * use after free that follows). */
+static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t align)
+{
+#if !MR_SANITIZED
+    struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
+    if (MR_LIKELY(ptr != NULL && size - 1 < h->pool_max && align - 1 < 16 && (align & (align - 1)) == 0)) {
+        struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
+        memcpy(ptr, &c->free, sizeof c->free);
+        c->free = ptr;
+        c->frees++;
+        return;
+    }
+#endif
+    mri_pools_free_slow(p, ptr, size, align);
+}
+
+/* Frees every block and returns every chunk and direct block upstream; the
+ * pool keeps only its header and stays usable (chunk growth starts again). */
+MR_API void mr_pools_release(mr_pools *p);
+
+/* Frees every block and keeps every chunk: the next allocations carve the
+ * same chunks again with no upstream call.  Direct blocks are returned
+ * upstream (they are not pooled).  O(classes + direct blocks) (plus the
+ * bytes held in ASan builds, which poison them). */
+MR_API void mr_pools_reset(mr_pools *p);
+
+/* The bytes a request of size bytes with alignment align reserves: its
+ * class's block size when pooled, size itself when it goes upstream.  A
+ * request of that many bytes gets a block of the same class (nothing more),
+ * so a caller who wants the rounding asks for it (and frees with either
+ * size); writing past the size asked for is reported in ASan builds.
+ * 0 when align is 0 or not a power of two, or when the request could never
+ * be satisfied (size too large).  O(1), no allocation. */
+MR_API size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t align);
+
+/* The options in effect: the upstream in use, largest_required_pool_block
+ * as rounded (the largest pooled size), max_blocks_per_chunk as given (0 if
+ * defaulted), thread_safe false. */
+MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out);
+
+/* Fills *out (mr_stats is in resource.h).  O(classes).
+ *   in_use      bytes of live blocks, each counted at its class size, plus the
+ *               sizes of live direct requests
+ *   held        bytes held from upstream: header, chunks, chunk list, direct
+ *               blocks with their headers
+ *   allocations successful allocations (mr_pools_alloc and the resource)
+ *   upstream_*  successful upstream allocate / deallocate calls */
+MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out);
+
+/* Verifies the pool's invariants: for every class, each chunk's record, the
+ * bump region inside the current chunk, every free-list entry a block
+ * boundary inside a chunk of its class, no cycle, free + live == capacity;
+ * the direct-block list linked both ways with the counted blocks and bytes;
+ * held == the sum of what is held.  O(free blocks * chunks per class).
+ * Returns true when they hold; otherwise prints the first violation to
+ * stderr and returns false. */
+MR_API bool mr_pools_check(const mr_pools *p);
+
+/* The pool as an mr_resource (owned by the pool, valid until destroy):
+ * allocate = mr_pools_alloc, deallocate = mr_pools_free.  Equal only to
+ * itself.  Not thread-safe. */
+MR_API mr_resource *mr_pools_resource(mr_pools *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_POOLS_H */

@@ -1,0 +1,36 @@
+/* src/os.h -- what os.c, the only file with platform code, offers the
+ * allocators: page-granular mappings and advice.  Everything here works in
+ * whole pages (mri_os_page_size(), declared in internal.h) and never
+ * aborts. */
+#ifndef MEMRES_OS_H
+#define MEMRES_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "internal.h"
+
+/* Maps len bytes (a non-zero multiple of the page size) of zeroed, readable
+ * and writable private memory aligned to align (a power of two; above the
+ * page size by over-mapping and trimming).  NULL with errno = ENOMEM when
+ * the OS refuses or len + align does not fit. */
+void *mri_os_map(size_t len, size_t align);
+
+/* Unmaps what mri_os_map(len, ...) returned (the same len). */
+void mri_os_unmap(void *p, size_t len);
+
+/* Advises the huge-page-aligned part of [p, p + len) for transparent huge
+ * pages.  Returns false where the OS has no such advice or refused it (the
+ * memory is unaffected either way). */
+bool mri_os_advise_huge(void *p, size_t len);
+
+/* The page resources of blocks.h, visible here so that a static
+ * initialiser (the shared block pool) can name one: mr_page_resource() is
+ * &mri_os_pages.base, mr_page_resource_huge() &mri_os_pages_huge.base. */
+struct mri_page_resource {
+    mr_resource base;
+    bool huge;   /* align and advise regions of MR_HUGE_PAGE_SIZE or more */
+};
+extern struct mri_page_resource mri_os_pages, mri_os_pages_huge;
+
+#endif /* MEMRES_OS_H */

@@ -1,0 +1,693 @@
+/* src/pools.c -- size-class pools (std::pmr::unsynchronized_pool_resource,
+ * PostgreSQL's AllocSet).
+ *
+ * What it is for: many objects of many sizes, freed one by one or all at
+ * once, where the caller knows each object's size when it frees it (C++
+ * allocators, containers, a compiler's nodes and vectors).  Knowing the size
+ * at free is what makes this faster than malloc: the class of a block is
+ * computed from (size, align) again, so a block carries no header and free
+ * reads nothing -- it writes one link word into the block and pushes it.
+ *
+ * Size classes.  16..128 in steps of 16, then four classes in each power of
+ * two: 160 192 224 256 | 320 384 448 512 | 640 ... up to the largest pooled
+ * size (64 KiB by default, 1 MiB at most).  Rounding wastes < 16 bytes below
+ * 128 and at most 25% above (a request of 2^k + 1 gets 2^k + 2^(k-2)).  The
+ * class index of a request of x + 1 bytes is computed with a bit scan (see
+ * mri_pools_class_of in pools.h): 4k - 24 + (x >> (k - 2)) for
+ * k = floor(log2(x | 64)).  A request with alignment above 16 uses the class
+ * of size rounded up to a multiple of align; that class is then a multiple
+ * of align (below 128 every multiple of 16 is a class; in (2^k, 2^(k+1)]
+ * every multiple of 2^(k-2) is), so its blocks are aligned to align as long
+ * as its chunks are aligned to the largest power of two dividing the class
+ * size, which they are (capped at MR_POOLS_MAX_ALIGN: larger alignments are
+ * served directly by the upstream).
+ *
+ * Each class has an intrusive free list (LIFO: the block freed last is
+ * reused first, warm in cache) and a bump region [bump, end) in its current
+ * chunk.  Allocation pops the free list, else bumps, else (slow path) moves
+ * to the next kept chunk (after a reset) or takes a new chunk from upstream.
+ * The inline paths in pools.h do the first two with no call.
+ *
+ * Chunks.  The first chunk of a class holds about 4 KiB of blocks (at least
+ * one), every next one twice the blocks of the last, up to the cap (given
+ * max_blocks_per_chunk, else 16384 blocks and 256 KiB).  A chunk is exactly
+ * blocks * size bytes rounded up to 64 bytes (below a page) or to pages, and
+ * any room the rounding leaves is filled with blocks: a chunk is never a
+ * power of two plus a header, so a page-granular upstream (or a block cache
+ * of 64 KiB blocks) wastes nothing.  The chunk list is kept apart from the
+ * chunks, in records (base, bytes, blocks, next) bump-allocated from small
+ * record pages of REC_PAGE_BYTES: a header inside each chunk would cost an
+ * alignment unit per chunk and push exact page multiples onto one more page.
+ * Each class's records are a list in order of first use:
+ *
+ *     chunks -> [carved] -> ... -> [current: bump..end] -> [kept] -> ... NULL
+ *
+ * Reset empties every free list and makes every class's first chunk current
+ * again: the same chunks are carved again in the same order, with no upstream
+ * call.  Release returns chunks and record pages.
+ *
+ * Direct blocks.  A request above the largest pooled size or with an
+ * alignment above MR_POOLS_MAX_ALIGN goes to the upstream with a header
+ * (prev, next, size, align) of 32 bytes -- or one alignment unit, when that
+ * is larger -- just before the block, in a circular doubly linked list with
+ * a sentinel in the pool: O(1) insert and remove, free returns the block at
+ * once, and release/reset/destroy walk the list.  The header also lets debug
+ * builds check that free is given the size and alignment of the allocation.
+ *
+ * Accounting.  The inline paths count allocations and frees per class (one
+ * add each); live blocks of a class are their difference, so stats need no
+ * work on the hot paths.  Bytes held are counted where upstream is called.
+ *
+ * Invariants (checked by mr_pools_check), for every class c of size s:
+ *   free + live == capacity, where
+ *       capacity = sum of blocks over c's chunks,
+ *       free     = free-list length + (end - bump) / s
+ *                  + blocks of the kept chunks after the current one,
+ *       live     = allocations - frees;
+ *   no chunk    =>  current == NULL, bump == end == 0, free list empty;
+ *   current     =>  base <= bump <= end == base + blocks * s, s | end - bump;
+ *   every free-list entry is a block boundary in the carved part of a chunk
+ *   of c (a chunk before current, or current below bump); no cycle.
+ * And for the pool:
+ *   held == header + record pages + sum of chunk bytes + sum of direct blocks
+ *           (with their headers); the direct list is linked both ways and
+ *           holds direct_count blocks of direct_bytes requested bytes.
+ *
+ * In ASan builds (track.h) chunks are poisoned when taken and at reset,
+ * exactly the requested bytes of a block are unpoisoned when handed out (so
+ * writing into the class rounding is reported too), and a freed block is
+ * poisoned whole; the link word of a free block is unpoisoned only while
+ * this file reads or writes it.  Freeing a block twice reads its first byte,
+ * now poisoned, and is reported (for requests of at least one byte).
+ *
+ * Not supported: thread safety (thread_safe = true fails at create), giving
+ * single chunks back before release (a chunk is free only when all its
+ * blocks are; tracking that costs a per-chunk count on every free), freeing
+ * with a size or alignment other than the allocation's (undefined; debug
+ * builds catch it for direct blocks, mr_pools_check finds some of it).
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "memres/pools.h"
+#include "track.h"
+
+#define LINK sizeof(void *)
+#define CLASS_ALIGN_MIN ((size_t)16)           /* every class gives 16 (== the inline test) */
+#define HEADER_ALIGN ((size_t)64)              /* classes one cache line each */
+#define FIRST_CHUNK_BYTES ((size_t)4096)       /* blocks of a class's first chunk */
+#define DEFAULT_MAX_BLOCKS ((size_t)16384)     /* libstdc++'s default */
+#define DEFAULT_MAX_CHUNK ((size_t)256 * 1024) /* and at most this many bytes a chunk */
+#define HARD_MAX_CHUNK ((size_t)1 << 30)       /* cap even a user's max_blocks_per_chunk */
+#define REC_PAGE_BYTES ((size_t)1024)
+
+_Static_assert(sizeof(struct mri_pools_class) == 64 || sizeof(void *) != 8, "a class is one cache line");
+_Static_assert(MR_POOLS_MAX_POOL_BLOCK <= HARD_MAX_CHUNK, "every class fits a chunk");
+_Static_assert((MR_POOLS_MAX_POOL_BLOCK & (MR_POOLS_MAX_POOL_BLOCK - 1)) == 0, "the largest class is a power of two");
+
+/* One chunk of a class: its blocks are [base, base + blocks * size). */
+struct chunk_rec {
+    struct chunk_rec *next; /* the class's next chunk, in order of first use */
+    uintptr_t base;
+    size_t bytes;           /* as requested from upstream (blocks * size rounded) */
+    size_t blocks;
+};
+
+/* A page of chunk records; records follow the header. */
+struct rec_page {
+    struct rec_page *next;
+    size_t bytes;
+};
+#define REC_FIRST (mri_align_up_nocheck(sizeof(struct rec_page), alignof(struct chunk_rec)))
+#define RECS_PER_PAGE ((REC_PAGE_BYTES - REC_FIRST) / sizeof(struct chunk_rec))
+
+/* The header before a direct block, at block - sizeof(struct direct_hdr). */
+struct direct_hdr {
+    struct direct_hdr *prev, *next;
+    size_t size, align; /* as requested */
+};
+#define DIRECT_PAD_MIN ((size_t)32)
+_Static_assert(sizeof(struct direct_hdr) <= DIRECT_PAD_MIN, "the direct header fits its pad");
+
+struct mr_pools {
+    struct mri_pools_hot hot;   /* first: read by the inline fast paths */
+    mr_resource resource;       /* the mr_pools_resource() view */
+    mr_resource *upstream;
+    size_t nclasses;
+    size_t header_bytes;        /* this block: the struct and the class array */
+    size_t max_blocks_opt;      /* max_blocks_per_chunk as given (0: default) */
+    /* chunk records */
+    struct rec_page *rec_pages;
+    uintptr_t rec_ptr, rec_end; /* free records of the newest page */
+    size_t rec_bytes;
+    size_t chunk_bytes;         /* sum of every chunk's bytes */
+    /* direct blocks */
+    struct direct_hdr direct;   /* sentinel of the circular list */
+    size_t direct_count;        /* blocks on the list */
+    size_t direct_bytes;        /* their requested sizes */
+    size_t direct_held;         /* what they hold upstream, headers included */
+    size_t direct_allocations;  /* successful direct allocations so far */
+    /* accounting */
+    size_t peak_held, upstream_allocations, upstream_deallocations;
+};
+
+/* ---- classes ---- */
+
+/* The block size of class i (the inverse of mri_pools_class_of). */
+static size_t class_size(size_t i)
+{
+    if (i < 8)
+        return (i + 1) * 16;
+    unsigned k = (unsigned)(i / 4) + 5u;
+    return (i % 4 + 5) << (k - 2u);
+}
+
+/* The alignment of a class's chunks, hence of its blocks. */
+static size_t class_align(size_t size)
+{
+    size_t a = size & (~size + 1); /* the lowest set bit */
+    if (a < CLASS_ALIGN_MIN)
+        a = CLASS_ALIGN_MIN;
+    return a > MR_POOLS_MAX_ALIGN ? MR_POOLS_MAX_ALIGN : a;
+}
+
+/* Is a request pooled?  If so *cls is its class.  The inline paths decide
+ * the same for align <= 16 and 1 <= size <= pool_max. */
+static bool pooled(const mr_pools *p, size_t size, size_t align, size_t *cls)
+{
+    size_t n = size != 0 ? size : 1;
+    if (align > CLASS_ALIGN_MIN) {
+        if (align > MR_POOLS_MAX_ALIGN || !mri_align_up(n, align, &n))
+            return false;
+    }
+    if (n > p->hot.pool_max)
+        return false;
+    *cls = mri_pools_class_of(n - 1);
+    return true;
+}
+
+static size_t held_now(const mr_pools *p)
+{
+    return p->header_bytes + p->rec_bytes + p->chunk_bytes + p->direct_held;
+}
+
+static void note_held(mr_pools *p)
+{
+    size_t h = held_now(p);
+    if (h > p->peak_held)
+        p->peak_held = h;
+}
+
+/* The link word of a free block. */
+static inline void *link_get(const void *b)
+{
+    void *next;
+    mri_track_unpoison(b, LINK);
+    memcpy(&next, b, LINK);
+    mri_track_poison(b, LINK);
+    return next;
+}
+
+/* ---- chunks ---- */
+
+/* The most blocks a chunk of blocks of `size` bytes may have. */
+static size_t chunk_cap(const mr_pools *p, size_t size)
+{
+    size_t cap = p->max_blocks_opt != 0 ? p->max_blocks_opt : DEFAULT_MAX_BLOCKS;
+    size_t by_bytes = (p->max_blocks_opt != 0 ? HARD_MAX_CHUNK : DEFAULT_MAX_CHUNK) / size;
+    if (by_bytes == 0)
+        by_bytes = 1;
+    return cap < by_bytes ? cap : by_bytes;
+}
+
+/* A record for a new chunk, from the newest record page or a new one.  NULL
+ * (errno from upstream) with nothing changed when no page can be had. */
+static struct chunk_rec *rec_new(mr_pools *p)
+{
+    if (p->rec_ptr == p->rec_end) {
+        struct rec_page *pg = mr_allocate(p->upstream, REC_PAGE_BYTES, alignof(struct rec_page));
+        if (pg == NULL)
+            return NULL;
+        pg->next = p->rec_pages;
+        pg->bytes = REC_PAGE_BYTES;
+        p->rec_pages = pg;
+        p->rec_ptr = (uintptr_t)pg + REC_FIRST;
+        p->rec_end = p->rec_ptr + RECS_PER_PAGE * sizeof(struct chunk_rec);
+        p->rec_bytes += REC_PAGE_BYTES;
+        p->upstream_allocations++;
+    }
+    struct chunk_rec *r = (struct chunk_rec *)p->rec_ptr;
+    p->rec_ptr += sizeof *r;
+    return r;
+}
+
+/* Makes a fresh chunk current for class c: the next kept one, else a new one
+ * from upstream.  false (errno set) with nothing changed on failure. */
+static bool class_refill(mr_pools *p, struct mri_pools_class *c)
+{
+    struct chunk_rec *cur = c->current;
+    struct chunk_rec *r = cur != NULL ? cur->next : NULL;
+    const size_t s = c->size;
+    if (r == NULL) {
+        const size_t cap = chunk_cap(p, s);
+        size_t n = FIRST_CHUNK_BYTES / s;
+        if (cur != NULL)
+            n = cur->blocks <= cap / 2 ? cur->blocks * 2 : cap;
+        if (n == 0)
+            n = 1;
+        if (n > cap)
+            n = cap;
+        size_t bytes = n * s; /* <= HARD_MAX_CHUNK: no overflow */
+        size_t page = mri_os_page_size();
+        if (!mri_align_up(bytes, bytes < page ? 64 : page, &bytes)) {
+            errno = ENOMEM;
+            return false;
+        }
+        n = bytes / s < cap ? bytes / s : cap; /* fill the rounding with blocks */
+        const size_t align = class_align(s);
+        void *base = mr_allocate(p->upstream, bytes, align);
+        if (base == NULL)
+            return false;
+        p->upstream_allocations++;
+        r = rec_new(p); /* after the chunk, so that a failure undoes only it */
+        if (r == NULL) {
+            int err = errno;
+            mr_deallocate(p->upstream, base, bytes, align);
+            p->upstream_deallocations++;
+            errno = err;
+            return false;
+        }
+        r->next = NULL;
+        r->base = (uintptr_t)base;
+        r->bytes = bytes;
+        r->blocks = n;
+        if (cur != NULL)
+            cur->next = r;
+        else
+            c->chunks = r;
+        p->chunk_bytes += bytes;
+        note_held(p);
+        mri_track_poison(base, bytes);
+    }
+    c->current = r;
+    c->bump = r->base;
+    c->end = r->base + r->blocks * s;
+    return true;
+}
+
+/* ---- direct blocks ---- */
+
+/* The alignment a direct block's upstream allocation is asked for: plain
+ * malloc alignment unless the request needs more. */
+static size_t direct_align(size_t align) { return align > CLASS_ALIGN_MIN ? align : CLASS_ALIGN_MIN; }
+
+/* The pad before a direct block (header, alignment) and the bytes asked of
+ * upstream; false when they cannot be represented. */
+static bool direct_layout(size_t size, size_t align, size_t *pad, size_t *total)
+{
+    /* the upstream is asked for direct_align(align) <= pad: base + pad is
+     * aligned to align; the pad holds the header */
+    *pad = align > DIRECT_PAD_MIN ? align : DIRECT_PAD_MIN;
+    return !mri_add_overflow(size, *pad, total) && *total <= MRI_MAX_SIZE;
+}
+
+static void *direct_alloc(mr_pools *p, size_t size, size_t align)
+{
+    size_t pad, total;
+    if (!direct_layout(size, align, &pad, &total))
+        return mri_fail(ENOMEM);
+    char *base = mr_allocate(p->upstream, total, direct_align(align));
+    if (base == NULL)
+        return NULL;
+    struct direct_hdr *h = (struct direct_hdr *)(void *)(base + pad - sizeof *h);
+    h->size = size;
+    h->align = align;
+    h->prev = &p->direct;
+    h->next = p->direct.next;
+    p->direct.next->prev = h;
+    p->direct.next = h;
+    p->direct_count++;
+    p->direct_bytes += size;
+    p->direct_held += total;
+    p->direct_allocations++;
+    p->upstream_allocations++;
+    note_held(p);
+    return base + pad;
+}
+
+static void direct_free(mr_pools *p, void *ptr, size_t size, size_t align)
+{
+    size_t pad, total;
+    bool ok = direct_layout(size, align, &pad, &total);
+    MR_ASSERT(ok, "mr_pools_free: size and alignment of no possible allocation");
+    if (!ok)
+        return;
+    struct direct_hdr *h = (struct direct_hdr *)(void *)((char *)ptr - sizeof *h);
+    MR_ASSERT(h->prev->next == h && h->next->prev == h, "mr_pools_free: not a live block of this pool");
+    MR_ASSERT(h->size == size && h->align == align, "mr_pools_free: size or alignment differs from the allocation's");
+    h->prev->next = h->next;
+    h->next->prev = h->prev;
+    p->direct_count--;
+    p->direct_bytes -= size;
+    p->direct_held -= total;
+    p->upstream_deallocations++;
+    mr_deallocate(p->upstream, (char *)ptr - pad, total, direct_align(align));
+}
+
+static void direct_release_all(mr_pools *p)
+{
+    struct direct_hdr *h = p->direct.next;
+    while (h != &p->direct) {
+        struct direct_hdr *next = h->next;
+        size_t pad, total;
+        (void)direct_layout(h->size, h->align, &pad, &total); /* held it once: fits */
+        mr_deallocate(p->upstream, (char *)(h + 1) - pad, total, direct_align(h->align));
+        p->upstream_deallocations++;
+        h = next;
+    }
+    p->direct.prev = p->direct.next = &p->direct;
+    p->direct_count = p->direct_bytes = p->direct_held = 0;
+}
+
+/* ---- allocation ---- */
+
+MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t align)
+{
+    MR_ASSERT(p != NULL, "mr_pools_alloc: pool is NULL");
+    if (MR_UNLIKELY(!mri_is_pow2(align)))
+        return mri_fail(EINVAL);
+    size_t i;
+    if (!pooled(p, size, align, &i))
+        return direct_alloc(p, size, align);
+    struct mri_pools_class *c = &p->hot.classes[i];
+    void *b = c->free;
+    if (b != NULL) { /* only callers built with ASan come here with a free block */
+        c->free = link_get(b);
+    } else {
+        if (c->bump == c->end && !class_refill(p, c))
+            return NULL; /* errno set, nothing changed */
+        b = (void *)c->bump;
+        c->bump += c->size;
+    }
+    mri_track_unpoison(b, size);
+    c->allocations++;
+    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+    return b;
+}
+
+MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size, size_t align)
+{
+    MR_ASSERT(p != NULL, "mr_pools_free: pool is NULL");
+    if (ptr == NULL)
+        return;
+    MR_ASSERT(mri_is_pow2(align), "mr_pools_free: alignment is not a power of two");
+    if (!mri_is_pow2(align))
+        return; /* no allocation had it */
+    size_t i;
+    if (!pooled(p, size, align, &i)) {
+        direct_free(p, ptr, size, align);
+        return;
+    }
+    struct mri_pools_class *c = &p->hot.classes[i];
+    MR_ASSERT_INTERNAL(((uintptr_t)ptr & (class_align(c->size) - 1)) == 0);
+    /* A live block's requested bytes are unpoisoned; touching the first one
+     * of a block already freed (double free, free after reset) is reported. */
+    if (MRI_TRACKING && size != 0)
+        (void)*(volatile const char *)ptr;
+    mri_track_unpoison(ptr, LINK);
+    memcpy(ptr, &c->free, LINK);
+    mri_track_poison(ptr, c->size);
+    c->free = ptr;
+    c->frees++;
+    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+}
+
+/* ---- resource view ---- */
+
+static mr_pools *from_resource(const mr_resource *r)
+{
+    return (mr_pools *)(void *)((char *)(uintptr_t)r - offsetof(struct mr_pools, resource));
+}
+
+static void *res_allocate(mr_resource *self, size_t size, size_t align)
+{
+    return mr_pools_alloc(from_resource(self), size, align);
+}
+
+static void res_deallocate(mr_resource *self, void *ptr, size_t size, size_t align)
+{
+    mr_pools_free(from_resource(self), ptr, size, align);
+}
+
+static const struct mr_resource_ops pools_ops = {res_allocate, res_deallocate, NULL};
+
+MR_API mr_resource *mr_pools_resource(mr_pools *p)
+{
+    MR_ASSERT(p != NULL, "mr_pools_resource: pool is NULL");
+    return &p->resource;
+}
+
+/* ---- lifetime ---- */
+
+MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
+{
+    mr_pools_options o = {NULL, 0, 0, false};
+    if (opts != NULL)
+        o = *opts;
+    if (o.thread_safe)
+        return mri_fail(EINVAL); /* not implemented yet: never run unsynchronised */
+    mr_resource *up = o.upstream != NULL ? o.upstream : mr_get_default_resource();
+    size_t largest = o.largest_required_pool_block != 0 ? o.largest_required_pool_block : MR_POOLS_DEFAULT_POOL_BLOCK;
+    if (largest > MR_POOLS_MAX_POOL_BLOCK)
+        largest = MR_POOLS_MAX_POOL_BLOCK;
+    size_t last = mri_pools_class_of(largest - 1);
+    size_t nclasses = last + 1;
+    size_t off = mri_align_up_nocheck(sizeof(struct mr_pools), HEADER_ALIGN);
+    size_t bytes = off + nclasses * sizeof(struct mri_pools_class); /* small: no overflow */
+    mr_pools *p = mr_allocate(up, bytes, HEADER_ALIGN);
+    if (p == NULL)
+        return NULL;
+    memset(p, 0, bytes);
+    p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
+    p->hot.pool_max = class_size(last);
+    for (size_t i = 0; i < nclasses; i++)
+        p->hot.classes[i].size = class_size(i);
+    p->resource.ops = &pools_ops;
+    p->upstream = up;
+    p->nclasses = nclasses;
+    p->header_bytes = bytes;
+    p->max_blocks_opt = o.max_blocks_per_chunk;
+    p->direct.prev = p->direct.next = &p->direct;
+    p->upstream_allocations = 1;
+    note_held(p);
+    return p;
+}
+
+MR_API void mr_pools_release(mr_pools *p)
+{
+    MR_ASSERT(p != NULL, "mr_pools_release: pool is NULL");
+    direct_release_all(p);
+    for (size_t i = 0; i < p->nclasses; i++) {
+        struct mri_pools_class *c = &p->hot.classes[i];
+        const size_t align = class_align(c->size);
+        for (struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
+            mri_track_unpoison((void *)r->base, r->bytes);
+            mr_deallocate(p->upstream, (void *)r->base, r->bytes, align);
+            p->upstream_deallocations++;
+        }
+        c->free = NULL;
+        c->bump = c->end = 0;
+        c->frees = c->allocations;
+        c->chunks = c->current = NULL;
+    }
+    /* records last: the loop above read them */
+    for (struct rec_page *pg = p->rec_pages, *next; pg != NULL; pg = next) {
+        next = pg->next;
+        mr_deallocate(p->upstream, pg, pg->bytes, alignof(struct rec_page));
+        p->upstream_deallocations++;
+    }
+    p->rec_pages = NULL;
+    p->rec_ptr = p->rec_end = 0;
+    p->rec_bytes = 0;
+    p->chunk_bytes = 0;
+}
+
+MR_API void mr_pools_reset(mr_pools *p)
+{
+    MR_ASSERT(p != NULL, "mr_pools_reset: pool is NULL");
+    direct_release_all(p);
+    for (size_t i = 0; i < p->nclasses; i++) {
+        struct mri_pools_class *c = &p->hot.classes[i];
+        struct chunk_rec *r = c->chunks;
+        if (MRI_TRACKING)
+            for (struct chunk_rec *q = r; q != NULL; q = q->next)
+                mri_track_poison((void *)q->base, q->bytes);
+        c->free = NULL;
+        c->frees = c->allocations;
+        c->current = r;
+        c->bump = r != NULL ? r->base : 0;
+        c->end = r != NULL ? r->base + r->blocks * c->size : 0;
+    }
+    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+}
+
+MR_API void mr_pools_destroy(mr_pools *p)
+{
+    if (p == NULL)
+        return;
+    mr_pools_release(p);
+    mr_resource *up = p->upstream;
+    size_t bytes = p->header_bytes;
+    mr_deallocate(up, p, bytes, HEADER_ALIGN);
+}
+
+/* ---- queries ---- */
+
+MR_API size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t align)
+{
+    MR_ASSERT(p != NULL, "mr_pools_block_size: pool is NULL");
+    if (!mri_is_pow2(align))
+        return 0;
+    size_t i, pad, total;
+    if (pooled(p, size, align, &i))
+        return p->hot.classes[i].size;
+    return direct_layout(size, align, &pad, &total) ? size : 0;
+}
+
+MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out)
+{
+    MR_ASSERT(p != NULL && out != NULL, "mr_pools_get_options: NULL argument");
+    out->upstream = p->upstream;
+    out->max_blocks_per_chunk = p->max_blocks_opt;
+    out->largest_required_pool_block = p->hot.pool_max;
+    out->thread_safe = false;
+}
+
+MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
+{
+    MR_ASSERT(p != NULL && out != NULL, "mr_pools_stats: NULL argument");
+    size_t in_use = p->direct_bytes, allocations = p->direct_allocations;
+    for (size_t i = 0; i < p->nclasses; i++) {
+        const struct mri_pools_class *c = &p->hot.classes[i];
+        in_use += (c->allocations - c->frees) * c->size;
+        allocations += c->allocations;
+    }
+    out->in_use = in_use;
+    out->held = held_now(p);
+    out->peak_held = p->peak_held;
+    out->allocations = allocations;
+    out->upstream_allocations = p->upstream_allocations;
+    out->upstream_deallocations = p->upstream_deallocations;
+}
+
+/* ---- invariants ---- */
+
+#define CHECK(cond, ...)                                          \
+    do {                                                          \
+        if (!(cond)) {                                            \
+            fprintf(stderr, "mr_pools_check(%p): ", (const void *)p); \
+            fprintf(stderr, __VA_ARGS__);                         \
+            fputc('\n', stderr);                                  \
+            return false;                                         \
+        }                                                         \
+    } while (0)
+
+/* Checks class i; adds its chunk bytes to *chunk_bytes and its records to
+ * *records. */
+static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t *records)
+{
+    const struct mri_pools_class *c = &p->hot.classes[i];
+    const size_t s = c->size;
+    CHECK(s == class_size(i), "class %zu: size %zu, expected %zu", i, s, class_size(i));
+    CHECK(c->allocations >= c->frees, "class %zu (%zu B): %zu frees > %zu allocations", i, s, c->frees,
+          c->allocations);
+    size_t capacity = 0, kept = 0;
+    bool seen_current = false;
+    const size_t align = class_align(s);
+    for (const struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
+        CHECK(++*records <= p->rec_bytes / sizeof *r, "class %zu (%zu B): chunk list longer than the records held", i,
+              s);
+        CHECK(r->blocks >= 1 && r->blocks <= r->bytes / s, "class %zu (%zu B): chunk %p has %zu blocks in %zu bytes", i,
+              s, (void *)r->base, r->blocks, r->bytes);
+        CHECK(r->base % align == 0 && r->bytes % 64 == 0, "class %zu (%zu B): chunk %p of %zu bytes misaligned", i, s,
+              (void *)r->base, r->bytes);
+        capacity += r->blocks;
+        *chunk_bytes += r->bytes;
+        if (seen_current)
+            kept += r->blocks;
+        if (r == c->current) {
+            seen_current = true;
+            uintptr_t end = r->base + r->blocks * s;
+            CHECK(c->end == end && c->bump >= r->base && c->bump <= end && (end - c->bump) % s == 0,
+                  "class %zu (%zu B): bump %p / end %p outside the current chunk %p..%p", i, s, (void *)c->bump,
+                  (void *)c->end, (void *)r->base, (void *)end);
+        }
+    }
+    if (c->chunks == NULL)
+        CHECK(c->current == NULL && c->bump == 0 && c->end == 0 && c->free == NULL,
+              "class %zu (%zu B): no chunk but current/bump/free set", i, s);
+    else
+        CHECK(seen_current, "class %zu (%zu B): current chunk not in the class's list", i, s);
+    size_t nfree = 0;
+    for (const void *b = c->free; b != NULL; b = link_get(b)) {
+        CHECK(++nfree <= capacity, "class %zu (%zu B): free list longer than the capacity %zu (cycle?)", i, s,
+              capacity);
+        uintptr_t a = (uintptr_t)b;
+        bool found = false;
+        for (const struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
+            uintptr_t carved_end = r == c->current ? c->bump : r->base + r->blocks * s;
+            if (a >= r->base && a < carved_end) {
+                CHECK((a - r->base) % s == 0, "class %zu (%zu B): free block %p not on a block boundary", i, s, b);
+                found = true;
+                break;
+            }
+            if (r == c->current)
+                break;
+        }
+        CHECK(found, "class %zu (%zu B): free block %p is in no carved part of the class's chunks", i, s, b);
+    }
+    size_t bump_free = c->chunks != NULL ? (c->end - c->bump) / s : 0;
+    size_t live = c->allocations - c->frees;
+    CHECK(nfree + bump_free + kept + live == capacity,
+          "class %zu (%zu B): free %zu + bump %zu + kept %zu + live %zu != capacity %zu", i, s, nfree, bump_free, kept,
+          live, capacity);
+    return true;
+}
+
+MR_API bool mr_pools_check(const mr_pools *p)
+{
+    CHECK(p != NULL, "pool is NULL");
+    CHECK(p->hot.classes != NULL && p->nclasses >= 1 && p->hot.pool_max == class_size(p->nclasses - 1),
+          "class table: %zu classes, pool_max %zu", p->nclasses, p->hot.pool_max);
+    size_t chunk_bytes = 0, records = 0;
+    for (size_t i = 0; i < p->nclasses; i++)
+        if (!check_class(p, i, &chunk_bytes, &records))
+            return false;
+    CHECK(chunk_bytes == p->chunk_bytes, "chunks hold %zu bytes, counted %zu", chunk_bytes, p->chunk_bytes);
+    size_t pages = 0;
+    for (const struct rec_page *pg = p->rec_pages; pg != NULL; pg = pg->next) {
+        CHECK(pg->bytes == REC_PAGE_BYTES, "record page %p of %zu bytes", (const void *)pg, pg->bytes);
+        pages++;
+    }
+    CHECK(pages * REC_PAGE_BYTES == p->rec_bytes, "%zu record pages, %zu bytes counted", pages, p->rec_bytes);
+    size_t used_last = p->rec_pages != NULL ? (p->rec_ptr - ((uintptr_t)p->rec_pages + REC_FIRST)) / sizeof(struct chunk_rec) : 0;
+    CHECK(records == (pages != 0 ? (pages - 1) * RECS_PER_PAGE + used_last : 0),
+          "%zu chunk records in the class lists, %zu handed out", records,
+          pages != 0 ? (pages - 1) * RECS_PER_PAGE + used_last : 0);
+    size_t n = 0, bytes = 0, held = 0;
+    for (const struct direct_hdr *h = p->direct.next; h != &p->direct; h = h->next) {
+        CHECK(h->next->prev == h && h->prev->next == h, "direct block %p: list links broken", (const void *)(h + 1));
+        CHECK(++n <= p->direct_count, "direct list longer than the %zu counted (cycle?)", p->direct_count);
+        size_t pad, total;
+        CHECK(mri_is_pow2(h->align) && direct_layout(h->size, h->align, &pad, &total),
+              "direct block %p: bad size %zu / alignment %zu", (const void *)(h + 1), h->size, h->align);
+        CHECK((uintptr_t)(h + 1) % h->align == 0, "direct block %p not aligned to %zu", (const void *)(h + 1), h->align);
+        bytes += h->size;
+        held += total;
+    }
+    CHECK(n == p->direct_count && bytes == p->direct_bytes && held == p->direct_held,
+          "direct blocks: %zu / %zu B / %zu B held, counted %zu / %zu / %zu", n, bytes, held, p->direct_count,
+          p->direct_bytes, p->direct_held);
+    CHECK(held_now(p) <= p->peak_held, "held %zu > peak %zu", held_now(p), p->peak_held);
+    return true;
+}

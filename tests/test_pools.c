@@ -1,0 +1,794 @@
+/* tests/test_pools.c -- size-class pools (memres/pools.h).
+ *
+ * Every clause of the header's contract: class rounding (bounded waste for
+ * every size up to 64 KiB), alignment 1..4096 from the pools and above it
+ * from upstream, reuse without upstream traffic, direct (large) requests
+ * tracked and returned at once, reset keeping chunks, release and destroy
+ * balanced, chunk sizes never a power of two plus a header, bad input,
+ * stats, options, the resource view, thread_safe -> EINVAL; a fault sweep
+ * (fail the Nth upstream request for every N until the scenario completes);
+ * and a seeded random stress against a shadow model that writes a pattern
+ * into every block and checks it before the block is freed.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support.h"
+
+#if MR_SANITIZED
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+#endif
+
+#define KiB ((size_t)1024)
+
+static void assert_aligned(const void *p, size_t align)
+{
+    assert_int_equal((uintptr_t)p & (align - 1), 0);
+}
+
+static mr_pools *make(mrt_upstream *u, size_t largest, size_t max_blocks)
+{
+    mr_pools_options o = {&u->base, max_blocks, largest, false};
+    mr_pools *p = mr_pools_create(&o);
+    assert_non_null(p);
+    assert_true(mr_pools_check(p));
+    return p;
+}
+
+static void destroy_balanced(mrt_upstream *u, mr_pools *p)
+{
+    assert_true(mr_pools_check(p));
+    mr_pools_destroy(p);
+    mrt_assert_balanced(u);
+    mrt_upstream_fini(u);
+}
+
+static mr_stats stats_of(const mr_pools *p)
+{
+    mr_stats s;
+    mr_pools_stats(p, &s);
+    return s;
+}
+
+static void fill(void *p, size_t n, unsigned tag)
+{
+    unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(tag + i * 131u);
+}
+
+static void verify(const void *p, size_t n, unsigned tag)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != (unsigned char)(tag + i * 131u))
+            fail_msg("block %p byte %zu of %zu: 0x%02x, expected 0x%02x", p, i, n, b[i],
+                     (unsigned char)(tag + i * 131u));
+}
+
+/* ---- classes ---- */
+
+static void test_class_rounding(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    size_t prev = 0, classes = 0;
+    for (size_t size = 1; size <= 64 * KiB; size++) {
+        size_t b = mr_pools_block_size(p, size, 1);
+        if (b < size || b % 16 != 0)
+            fail_msg("size %zu: block %zu", size, b);
+        if (size <= 128 && b - size >= 16)
+            fail_msg("size %zu: block %zu wastes >= 16 bytes", size, b);
+        if (size > 128 && (b - size) * 4 > size)
+            fail_msg("size %zu: block %zu wastes more than 25%%", size, b);
+        if (b < prev)
+            fail_msg("size %zu: block %zu smaller than for size - 1 (%zu)", size, b, prev);
+        if (b != prev)
+            classes++;
+        /* asking for the block size gets the same block */
+        if (mr_pools_block_size(p, b, 1) != b || mr_pools_block_size(p, size, 16) != b)
+            fail_msg("size %zu: block %zu not stable", size, b);
+        prev = b;
+    }
+    assert_int_equal(prev, 64 * KiB);
+    assert_int_equal(classes, 8 + 4 * 9); /* 16..128, then 4 per power of two to 64 KiB */
+    assert_int_equal(mr_pools_block_size(p, 0, 1), 16);
+    assert_int_equal(mr_pools_block_size(p, 64 * KiB + 1, 1), 64 * KiB + 1); /* direct */
+    /* the class is that of max(size, align) rounded to a multiple of align */
+    assert_int_equal(mr_pools_block_size(p, 8, 64), 64);
+    assert_int_equal(mr_pools_block_size(p, 129, 64), 192);
+    assert_int_equal(mr_pools_block_size(p, 129, 128), 256);
+    assert_int_equal(mr_pools_block_size(p, 1, 4096), 4096);
+    assert_int_equal(mr_pools_block_size(p, 4097, 4096), 8192);
+    assert_int_equal(mr_pools_block_size(p, 1, 8192), 1);      /* above MR_POOLS_MAX_ALIGN: direct */
+    assert_int_equal(mr_pools_block_size(p, 1, 3), 0);         /* bad alignment */
+    assert_int_equal(mr_pools_block_size(p, SIZE_MAX, 1), 0);  /* impossible */
+    assert_int_equal(u.calls, 1);                              /* queries allocate nothing */
+
+    /* the blocks really are that size: stats count them so, and two fresh
+     * blocks of a class are one block apart */
+    static const size_t probe[] = {1, 15, 16, 17, 100, 128, 129, 200, 1000, 1025, 3000, 5000, 40000, 65536};
+    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+        size_t b = mr_pools_block_size(p, probe[i], 1);
+        mr_stats before = stats_of(p);
+        char *x = mr_pools_alloc(p, probe[i], 1);
+        char *y = mr_pools_alloc(p, probe[i], 1);
+        assert_non_null(x);
+        assert_non_null(y);
+        mr_stats after = stats_of(p);
+        assert_int_equal(after.in_use - before.in_use, 2 * b);
+        if (b <= 2048) /* the first chunk of such a class holds two blocks or more */
+            assert_int_equal((size_t)(y - x), b);
+        mr_pools_free(p, y, probe[i], 1);
+        mr_pools_free(p, x, probe[i], 1);
+        assert_int_equal(stats_of(p).in_use, before.in_use);
+    }
+    destroy_balanced(&u, p);
+}
+
+static void test_alignment(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 7, 16, 17, 48, 100, 129, 200, 1000, 3000, 4096, 5000, 20000};
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    for (size_t align = 1; align <= 16384; align *= 2) {
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            size_t size = sizes[si];
+            void *blk[5];
+            for (int k = 0; k < 5; k++) {
+                blk[k] = mr_pools_alloc(p, size, align);
+                assert_non_null(blk[k]);
+                assert_aligned(blk[k], align);
+                fill(blk[k], size, (unsigned)k + (unsigned)si);
+            }
+            for (int k = 0; k < 5; k++) {
+                verify(blk[k], size, (unsigned)k + (unsigned)si);
+                for (int j = 0; j < k; j++)
+                    assert_ptr_not_equal(blk[j], blk[k]);
+            }
+            bool direct = align > MR_POOLS_MAX_ALIGN;
+            size_t live = mrt_upstream_live(&u);
+            for (int k = 0; k < 5; k++)
+                mr_pools_free(p, blk[k], size, align);
+            if (direct)
+                assert_int_equal(mrt_upstream_live(&u), live - 5);
+            assert_true(mr_pools_check(p));
+        }
+    }
+    assert_int_equal(stats_of(p).in_use, 0);
+    destroy_balanced(&u, p);
+}
+
+/* ---- reuse, reset, release ---- */
+
+static void test_reuse_without_upstream(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    static void *blk[N];
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    for (int round = 0; round < 4; round++) {
+        size_t calls0 = u.calls;
+        for (int i = 0; i < N; i++) {
+            size_t size = (size_t)i * 37 % 2000;
+            blk[i] = mr_pools_alloc(p, size, 8);
+            assert_non_null(blk[i]);
+            fill(blk[i], size, (unsigned)i);
+        }
+        size_t calls = u.calls;
+        for (int i = 0; i < N; i++) {
+            size_t size = (size_t)i * 37 % 2000;
+            verify(blk[i], size, (unsigned)i);
+            mr_pools_free(p, blk[i], size, 8);
+        }
+        assert_int_equal(u.calls, calls);
+        assert_int_equal(u.deallocations, 0);
+        if (round > 0) /* after the first round every block comes from a free list */
+            assert_int_equal(u.calls, calls0);
+        assert_true(mr_pools_check(p));
+    }
+    size_t calls = u.calls;
+    /* LIFO: the block freed last comes back first */
+    void *a = mr_pools_alloc(p, 300, 16);
+    mr_pools_free(p, a, 300, 16);
+    assert_ptr_equal(mr_pools_alloc(p, 290, 1), a);
+    mr_pools_free(p, a, 290, 1);
+    assert_int_equal(u.calls, calls);
+    destroy_balanced(&u, p);
+}
+
+static void test_reset_keeps_chunks(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    static void *first[N];
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    for (int i = 0; i < N; i++) {
+        first[i] = mr_pools_alloc(p, (size_t)(i % 700), 1);
+        assert_non_null(first[i]);
+    }
+    void *big = mr_pools_alloc(p, 100 * KiB, 16); /* direct: reset returns it */
+    assert_non_null(big);
+    size_t live = mrt_upstream_live(&u), calls = u.calls;
+    mr_stats before = stats_of(p);
+    mr_pools_reset(p);
+    assert_true(mr_pools_check(p));
+    assert_int_equal(mrt_upstream_live(&u), live - 1);
+    mr_stats after = stats_of(p);
+    assert_int_equal(after.in_use, 0);
+    assert_int_equal(after.held, before.held - (100 * KiB + 32));
+    assert_int_equal(after.allocations, before.allocations);
+    /* the same sequence gets the same blocks, with no upstream call */
+    for (int i = 0; i < N; i++)
+        assert_ptr_equal(mr_pools_alloc(p, (size_t)(i % 700), 1), first[i]);
+    assert_int_equal(u.calls, calls);
+    assert_true(mr_pools_check(p));
+    mr_pools_reset(p);
+    mr_pools_reset(p); /* twice is fine */
+    assert_true(mr_pools_check(p));
+    destroy_balanced(&u, p);
+}
+
+static void test_release_and_destroy_balanced(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < 5000; i++)
+            assert_non_null(mr_pools_alloc(p, i % 5000, (size_t)1 << (i % 8)));
+        for (size_t i = 0; i < 5; i++)
+            assert_non_null(mr_pools_alloc(p, 70 * KiB + i, i % 2 ? 8192 : 8));
+        assert_true(mr_pools_check(p));
+        mr_pools_release(p);
+        assert_true(mr_pools_check(p));
+        assert_int_equal(mrt_upstream_live(&u), 1); /* the header */
+        mr_stats s = stats_of(p);
+        assert_int_equal(s.in_use, 0);
+        assert_int_equal(s.held, u.bytes);
+        assert_int_equal(s.upstream_allocations - s.upstream_deallocations, 1);
+    }
+    mr_pools_release(p); /* twice is fine */
+    /* destroy with everything still live returns everything */
+    for (size_t i = 0; i < 1000; i++)
+        assert_non_null(mr_pools_alloc(p, i * 3, 16));
+    assert_non_null(mr_pools_alloc(p, 1 * KiB * KiB, 64));
+    destroy_balanced(&u, p);
+    mr_pools_destroy(NULL);
+}
+
+static void test_direct_tracked(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    enum { N = 40 };
+    void *blk[N];
+    size_t sizes[N], aligns[N];
+    for (int i = 0; i < N; i++) {
+        sizes[i] = 64 * KiB + 1 + (size_t)i * 4099;
+        aligns[i] = (size_t)1 << (i % 15);
+        size_t live = mrt_upstream_live(&u);
+        blk[i] = mr_pools_alloc(p, sizes[i], aligns[i]);
+        assert_non_null(blk[i]);
+        assert_aligned(blk[i], aligns[i]);
+        assert_int_equal(mrt_upstream_live(&u), live + 1); /* exactly one upstream block each */
+        /* asking upstream for no more alignment than the request needs */
+        assert_int_equal(u.live[u.nlive - 1].align, aligns[i] > 16 ? aligns[i] : 16);
+        fill(blk[i], sizes[i], (unsigned)i);
+    }
+    size_t in_use = stats_of(p).in_use;
+    for (int i = 0; i < N; i += 2) { /* free every other one: returned at once */
+        verify(blk[i], sizes[i], (unsigned)i);
+        size_t live = mrt_upstream_live(&u), bytes = u.bytes;
+        mr_pools_free(p, blk[i], sizes[i], aligns[i]);
+        assert_int_equal(mrt_upstream_live(&u), live - 1);
+        assert_true(u.bytes < bytes - sizes[i] + 1);
+        in_use -= sizes[i];
+        assert_int_equal(stats_of(p).in_use, in_use);
+        assert_true(mr_pools_check(p));
+    }
+    for (int i = 1; i < N; i += 2)
+        verify(blk[i], sizes[i], (unsigned)i);
+    /* small but over-aligned requests go direct too */
+    void *a = mr_pools_alloc(p, 1, 65536);
+    assert_non_null(a);
+    assert_aligned(a, 65536);
+    mr_pools_release(p); /* frees the rest */
+    assert_int_equal(mrt_upstream_live(&u), 1);
+    assert_int_equal(u.bad_deallocations, 0);
+    destroy_balanced(&u, p);
+}
+
+/* ---- chunks ---- */
+
+static void test_chunk_sizes(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    /* every class, many blocks each */
+    for (size_t size = 16; size <= 64 * KiB; size += size / 4 > 16 ? size / 4 : 16)
+        for (int i = 0; i < 200; i++)
+            assert_non_null(mr_pools_alloc(p, size, 1));
+    for (size_t i = 0; i < u.nlive; i++) {
+        size_t n = u.live[i].size;
+        if (n % 64 != 0 || (n >= 4096 && n % 4096 != 0))
+            fail_msg("upstream block of %zu bytes is not a multiple of 64 / of pages", n);
+    }
+    destroy_balanced(&u, p);
+
+    /* growth is geometric: a million 16-byte blocks take few chunks */
+    mrt_upstream_init(&u);
+    p = make(&u, 0, 0);
+    for (int i = 0; i < 1000000; i++)
+        assert_non_null(mr_pools_alloc(p, 16, 16));
+    assert_true(u.allocations < 100);
+    mr_stats s = stats_of(p);
+    assert_int_equal(s.in_use, 16000000);
+    assert_true(s.held < s.in_use + s.in_use / 33); /* < 3% overhead */
+    destroy_balanced(&u, p);
+
+    /* max_blocks_per_chunk = 1: a chunk per block for a class of 4 KiB */
+    mrt_upstream_init(&u);
+    p = make(&u, 0, 1);
+    size_t before = u.allocations;
+    for (int i = 0; i < 10; i++)
+        assert_non_null(mr_pools_alloc(p, 4096, 4096));
+    assert_int_equal(u.allocations - before, 10 + 1); /* + one page of chunk records */
+    destroy_balanced(&u, p);
+}
+
+/* ---- options, bad input ---- */
+
+static void test_options(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 1000, 0);
+    mr_pools_options o;
+    mr_pools_get_options(p, &o);
+    assert_ptr_equal(o.upstream, &u.base);
+    assert_int_equal(o.largest_required_pool_block, 1024); /* rounded up to a class */
+    assert_int_equal(o.max_blocks_per_chunk, 0);
+    assert_false(o.thread_safe);
+    assert_int_equal(mr_pools_block_size(p, 1024, 1), 1024);
+    assert_int_equal(mr_pools_block_size(p, 1025, 1), 1025);
+    size_t live = mrt_upstream_live(&u);
+    void *x = mr_pools_alloc(p, 1025, 1); /* direct */
+    assert_int_equal(mrt_upstream_live(&u), live + 1);
+    mr_pools_free(p, x, 1025, 1);
+    assert_int_equal(mrt_upstream_live(&u), live);
+    destroy_balanced(&u, p);
+
+    mrt_upstream_init(&u);
+    p = make(&u, SIZE_MAX, 7);
+    mr_pools_get_options(p, &o);
+    assert_int_equal(o.largest_required_pool_block, MR_POOLS_MAX_POOL_BLOCK);
+    assert_int_equal(o.max_blocks_per_chunk, 7);
+    x = mr_pools_alloc(p, MR_POOLS_MAX_POOL_BLOCK, 1);
+    assert_non_null(x);
+    mr_pools_free(p, x, MR_POOLS_MAX_POOL_BLOCK, 1);
+    destroy_balanced(&u, p);
+
+    mrt_upstream_init(&u);
+    p = make(&u, 1, 0); /* the smallest: one class of 16 */
+    mr_pools_get_options(p, &o);
+    assert_int_equal(o.largest_required_pool_block, 16);
+    assert_int_equal(mr_pools_block_size(p, 17, 1), 17);
+    destroy_balanced(&u, p);
+
+    /* defaults: NULL options, default upstream */
+    p = mr_pools_create(NULL);
+    assert_non_null(p);
+    mr_pools_get_options(p, &o);
+    assert_ptr_equal(o.upstream, mr_get_default_resource());
+    assert_int_equal(o.largest_required_pool_block, MR_POOLS_DEFAULT_POOL_BLOCK);
+    void *y = mr_pools_alloc(p, 10, 1);
+    assert_non_null(y);
+    mr_pools_free(p, y, 10, 1);
+    assert_true(mr_pools_check(p));
+    mr_pools_destroy(p);
+}
+
+static void test_thread_safe_einval(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools_options o = {&u.base, 0, 0, true};
+    errno = 0;
+    assert_null(mr_pools_create(&o));
+    assert_int_equal(errno, EINVAL);
+    assert_int_equal(u.calls, 0);
+    mrt_upstream_fini(&u);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    void *keep = mr_pools_alloc(p, 50, 1);
+    mr_stats s0 = stats_of(p);
+    size_t calls = u.calls;
+    static const size_t bad_align[] = {0, 3, 6, 24, 100, SIZE_MAX};
+    for (size_t i = 0; i < sizeof bad_align / sizeof bad_align[0]; i++) {
+        errno = 0;
+        assert_null(mr_pools_alloc(p, 16, bad_align[i]));
+        assert_int_equal(errno, EINVAL);
+        errno = 0;
+        assert_null(mr_allocate(mr_pools_resource(p), 16, bad_align[i]));
+        assert_int_equal(errno, EINVAL);
+    }
+    static const size_t huge[] = {SIZE_MAX, SIZE_MAX - 15, SIZE_MAX - 4096, (size_t)PTRDIFF_MAX,
+                                  (size_t)PTRDIFF_MAX - 16, (size_t)PTRDIFF_MAX + 1};
+    static const size_t aligns[] = {1, 16, 64, 4096, 8192, (size_t)1 << 40};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++)
+        for (size_t j = 0; j < sizeof aligns / sizeof aligns[0]; j++) {
+            errno = 0;
+            assert_null(mr_pools_alloc(p, huge[i], aligns[j]));
+            assert_int_equal(errno, ENOMEM);
+        }
+    assert_int_equal(u.calls, calls); /* impossible sizes never reach upstream */
+    mr_stats s1 = stats_of(p);
+    assert_memory_equal(&s0, &s1, sizeof s0); /* no state changed */
+    assert_true(mr_pools_check(p));
+
+    /* size 0: valid, distinct, non-NULL */
+    void *z1 = mr_pools_alloc(p, 0, 1), *z2 = mr_pools_alloc(p, 0, 1), *z3 = mr_pools_alloc(p, 0, 256);
+    assert_non_null(z1);
+    assert_non_null(z2);
+    assert_non_null(z3);
+    assert_ptr_not_equal(z1, z2);
+    assert_aligned(z3, 256);
+    mr_pools_free(p, z1, 0, 1);
+    mr_pools_free(p, z2, 0, 1);
+    mr_pools_free(p, z3, 0, 256);
+    /* free(NULL) is a no-op, for every size */
+    mr_pools_free(p, NULL, 16, 1);
+    mr_pools_free(p, NULL, 0, 1);
+    mr_pools_free(p, NULL, 1 * KiB * KiB * KiB, 8192);
+    mr_deallocate(mr_pools_resource(p), NULL, 16, 1);
+    mr_pools_free(p, keep, 50, 1);
+    assert_int_equal(stats_of(p).in_use, 0);
+    destroy_balanced(&u, p);
+}
+
+/* ---- stats, resource view ---- */
+
+static void test_stats(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    mr_stats s = stats_of(p);
+    assert_int_equal(s.in_use, 0);
+    assert_int_equal(s.allocations, 0);
+    assert_int_equal(s.held, u.bytes);
+    assert_int_equal(s.upstream_allocations, 1);
+    size_t in_use = 0;
+    void *blk[300];
+    for (size_t i = 0; i < 300; i++) {
+        size_t size = i * i;
+        blk[i] = mr_pools_alloc(p, size, 1);
+        assert_non_null(blk[i]);
+        in_use += mr_pools_block_size(p, size, 1);
+        s = stats_of(p);
+        assert_int_equal(s.in_use, in_use);
+        assert_int_equal(s.allocations, i + 1);
+        assert_int_equal(s.held, u.bytes);
+        assert_int_equal(s.peak_held, u.peak_bytes);
+        assert_int_equal(s.upstream_allocations, u.allocations);
+        assert_int_equal(s.upstream_deallocations, u.deallocations);
+    }
+    for (size_t i = 0; i < 300; i++) {
+        mr_pools_free(p, blk[i], i * i, 1);
+        in_use -= mr_pools_block_size(p, i * i, 1);
+        s = stats_of(p);
+        assert_int_equal(s.in_use, in_use);
+        assert_int_equal(s.allocations, 300);
+        assert_int_equal(s.held, u.bytes);
+        assert_int_equal(s.upstream_deallocations, u.deallocations);
+    }
+    mr_pools_release(p);
+    s = stats_of(p);
+    assert_int_equal(s.held, u.bytes);
+    assert_int_equal(s.peak_held, u.peak_bytes);
+    assert_int_equal(s.upstream_deallocations, u.deallocations);
+    destroy_balanced(&u, p);
+}
+
+static void test_resource_view(void **state)
+{
+    (void)state;
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, 0);
+    mr_resource *r = mr_pools_resource(p);
+    assert_ptr_equal(r, mr_pools_resource(p));
+    assert_true(mr_is_equal(r, r));
+    assert_false(mr_is_equal(r, mr_malloc_resource()));
+    mr_pools *q = make(&u, 0, 0);
+    assert_false(mr_is_equal(r, mr_pools_resource(q)));
+    mr_pools_destroy(q);
+    void *a = mr_allocate(r, 100, 8), *b = mr_allocate(r, 100, 64), *c = mr_allocate(r, 200 * KiB, 4096);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    assert_aligned(b, 64);
+    assert_aligned(c, 4096);
+    assert_int_equal(stats_of(p).in_use, 112 + 128 + 200 * KiB);
+    mr_deallocate(r, a, 100, 8);
+    mr_deallocate(r, b, 100, 64);
+    mr_deallocate(r, c, 200 * KiB, 4096);
+    assert_int_equal(stats_of(p).in_use, 0);
+    assert_ptr_equal(mr_allocate(r, 97, 8), a); /* reused */
+    mr_deallocate(r, a, 97, 8);
+    assert_int_equal(stats_of(p).allocations, 4);
+    /* a pool over a pool */
+    mr_pools_options o = {r, 0, 4096, false};
+    mr_pools *inner = mr_pools_create(&o);
+    assert_non_null(inner);
+    for (int i = 0; i < 1000; i++)
+        assert_non_null(mr_pools_alloc(inner, (size_t)i * 7, 8));
+    assert_true(mr_pools_check(inner));
+    mr_pools_destroy(inner);
+    assert_int_equal(stats_of(p).in_use, 0);
+    destroy_balanced(&u, p);
+}
+
+/* ---- fault sweep ---- */
+
+/* Allocates through the pool and, on failure, checks that the failure
+ * changed nothing and left the pool consistent. */
+static void *try_alloc(mr_pools *p, mrt_upstream *u, size_t size, size_t align)
+{
+    mr_stats before = stats_of(p);
+    size_t live = mrt_upstream_live(u);
+    errno = 0;
+    void *x = mr_pools_alloc(p, size, align);
+    if (x == NULL) {
+        assert_int_equal(errno, ENOMEM);
+        mr_stats after = stats_of(p);
+        assert_int_equal(after.in_use, before.in_use);
+        assert_int_equal(after.held, before.held);
+        assert_int_equal(after.allocations, before.allocations);
+        assert_int_equal(mrt_upstream_live(u), live);
+        assert_true(mr_pools_check(p));
+    } else {
+        assert_aligned(x, align);
+        fill(x, size < 64 ? size : 64, (unsigned)size);
+    }
+    return x;
+}
+
+typedef struct held_block {
+    void *p;
+    size_t size, align;
+} held_block;
+
+/* A scenario touching every path that calls upstream: header, chunks of
+ * several classes (first and grown), record pages, direct blocks, reset,
+ * release.  Returns the number of failed allocations. */
+static size_t scenario(mrt_upstream *u, size_t max_blocks)
+{
+    mr_pools_options o = {&u->base, max_blocks, 0, false};
+    errno = 0;
+    mr_pools *p = mr_pools_create(&o);
+    if (p == NULL) {
+        assert_int_equal(errno, ENOMEM);
+        return 1;
+    }
+    enum { N = 400 };
+    static held_block h[N];
+    size_t failures = 0, n = 0;
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < N; i++) {
+            size_t size = (i * 97 + (size_t)round) % 6000;
+            size_t align = (size_t)1 << (i % 7);
+            if (i % 50 == 7)
+                size = 70 * KiB + i; /* direct */
+            if (i % 61 == 3)
+                align = 8192; /* direct by alignment */
+            void *x = try_alloc(p, u, size, align);
+            if (x == NULL) {
+                failures++;
+                continue;
+            }
+            h[n++] = (held_block){x, size, align};
+        }
+        /* free half */
+        for (size_t i = 0; i < n; i += 2)
+            mr_pools_free(p, h[i].p, h[i].size, h[i].align);
+        size_t m = 0;
+        for (size_t i = 1; i < n; i += 2)
+            h[m++] = h[i];
+        n = m;
+        assert_true(mr_pools_check(p));
+        if (round == 0) {
+            mr_pools_reset(p);
+            n = 0;
+        } else if (round == 1) {
+            mr_pools_release(p);
+            n = 0;
+        }
+        assert_true(mr_pools_check(p));
+    }
+    /* still usable after whatever failed: with the fault gone, it works */
+    size_t saved = u->fail_at;
+    u->fail_at = 0;
+    void *x = mr_pools_alloc(p, 33, 1);
+    assert_non_null(x);
+    mr_pools_free(p, x, 33, 1);
+    u->fail_at = saved;
+    assert_true(mr_pools_check(p));
+    mr_pools_destroy(p); /* with half the blocks still live */
+    return failures;
+}
+
+static void test_fault_sweep(void **state)
+{
+    (void)state;
+    static const size_t max_blocks[] = {0, 8};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n;
+        for (n = 1;; n++) {
+            mrt_upstream u;
+            mrt_upstream_init(&u);
+            u.fail_at = n;
+            size_t failures = scenario(&u, max_blocks[k]);
+            mrt_assert_balanced(&u);
+            bool done = u.failures == 0;
+            assert_true(done || failures > 0);
+            mrt_upstream_fini(&u);
+            if (done)
+                break;
+            assert_true(n < 10000);
+        }
+        print_message("# fault sweep (max_blocks_per_chunk %zu): %zu upstream requests, each failed once\n",
+                      max_blocks[k], n - 1);
+        /* and every request from the Nth on failing */
+        for (size_t m = 1; m < n; m += (n / 20) + 1) {
+            mrt_upstream u;
+            mrt_upstream_init(&u);
+            u.fail_at = m;
+            u.fail_all_after = true;
+            (void)scenario(&u, max_blocks[k]);
+            mrt_assert_balanced(&u);
+            mrt_upstream_fini(&u);
+        }
+    }
+}
+
+/* ---- seeded stress against a shadow model ---- */
+
+typedef struct slot {
+    unsigned char *p;
+    size_t size, align;
+    unsigned tag;
+} slot;
+
+static size_t random_size(uint64_t *rng)
+{
+    uint64_t r = mrt_rand(rng);
+    switch (r % 100) {
+    case 0:
+        return 0;
+    case 1:
+        return 64 * KiB + (size_t)(mrt_rand(rng) % (64 * KiB)); /* direct */
+    case 2:
+    case 3:
+        return (size_t)(mrt_rand(rng) % (64 * KiB + 1)); /* big classes */
+    default: { /* log-uniform 1..4096 */
+        unsigned bits = (unsigned)(mrt_rand(rng) % 12);
+        return 1 + (size_t)(mrt_rand(rng) % ((uint64_t)2 << bits));
+    }
+    }
+}
+
+static size_t random_align(uint64_t *rng)
+{
+    uint64_t r = mrt_rand(rng) % 100;
+    if (r < 80)
+        return (size_t)1 << (r % 5); /* 1..16 */
+    return (size_t)1 << (5 + r % 10); /* 32..16384 */
+}
+
+static void test_random_stress(void **state)
+{
+    (void)state;
+    uint64_t rng = mrt_seed(20240611);
+    enum { SLOTS = 3000, STEPS = 300000 };
+    static slot s[SLOTS];
+    memset(s, 0, sizeof s);
+    mrt_upstream u;
+    mrt_upstream_init(&u);
+    mr_pools *p = make(&u, 0, (size_t)(mrt_rand(&rng) % 3 == 0 ? 64 : 0));
+    size_t in_use = 0, live = 0;
+    for (unsigned step = 0; step < STEPS; step++) {
+        slot *e = &s[mrt_rand(&rng) % SLOTS];
+        if (e->p != NULL) {
+            verify(e->p, e->size, e->tag);
+            mr_pools_free(p, e->p, e->size, e->align);
+            in_use -= mr_pools_block_size(p, e->size, e->align);
+            live--;
+            e->p = NULL;
+        } else {
+            e->size = random_size(&rng);
+            e->align = random_align(&rng);
+            e->tag = step;
+            e->p = mr_pools_alloc(p, e->size, e->align);
+            if (e->p == NULL)
+                fail_msg("step %u: alloc(%zu, %zu) failed", step, e->size, e->align);
+            assert_aligned(e->p, e->align);
+            fill(e->p, e->size, e->tag);
+            in_use += mr_pools_block_size(p, e->size, e->align);
+            live++;
+        }
+        if (step % 20000 == 0) {
+            assert_true(mr_pools_check(p));
+            mr_stats st = stats_of(p);
+            assert_int_equal(st.in_use, in_use);
+            assert_int_equal(st.held, u.bytes);
+        }
+        if (step % 100000 == 99999) { /* everything freed at once, both ways */
+            for (size_t i = 0; i < SLOTS; i++)
+                if (s[i].p != NULL)
+                    verify(s[i].p, s[i].size, s[i].tag);
+            if (step % 200000 == 99999)
+                mr_pools_reset(p);
+            else
+                mr_pools_release(p);
+            memset(s, 0, sizeof s);
+            in_use = live = 0;
+            assert_true(mr_pools_check(p));
+            assert_int_equal(stats_of(p).in_use, 0);
+        }
+    }
+    for (size_t i = 0; i < SLOTS; i++)
+        if (s[i].p != NULL) {
+            verify(s[i].p, s[i].size, s[i].tag);
+            mr_pools_free(p, s[i].p, s[i].size, s[i].align);
+        }
+    assert_int_equal(stats_of(p).in_use, 0);
+    destroy_balanced(&u, p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_class_rounding),
+        cmocka_unit_test(test_alignment),
+        cmocka_unit_test(test_reuse_without_upstream),
+        cmocka_unit_test(test_reset_keeps_chunks),
+        cmocka_unit_test(test_release_and_destroy_balanced),
+        cmocka_unit_test(test_direct_tracked),
+        cmocka_unit_test(test_chunk_sizes),
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_thread_safe_einval),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_resource_view),
+        cmocka_unit_test(test_fault_sweep),
+        cmocka_unit_test(test_random_stress),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
