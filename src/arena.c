@@ -38,6 +38,14 @@
  * Cleanup records are allocated in the arena itself, so they live exactly as
  * long as what they follow; marks remember the newest record.
  *
+ * Huge pages by default.  When the upstream is the malloc resource (the
+ * default), blocks of MR_HUGE_PAGE_SIZE and more are mapped from
+ * mr_page_resource_huge() instead: glibc would mmap blocks that large anyway,
+ * and this mapping is 2 MiB-aligned and advised for transparent huge pages,
+ * which cuts first-touch faults 512-fold and TLB misses for big arenas.
+ * Small arenas never grow blocks that large, so their RSS is unchanged.  Any
+ * other upstream is used as given.
+ *
  * Not supported: individual free (the resource view frees only the newest
  * allocation), thread safety (one arena per thread), shrinking the block
  * chain on reset (that is release).
@@ -47,6 +55,7 @@
 
 #include "internal.h"
 #include "memres/arena.h"
+#include "memres/blocks.h"
 #include "track.h"
 
 #define ALIGN MR_ARENA_ALIGN
@@ -74,6 +83,7 @@ struct mr_arena {
     struct mri_arena_hot hot; /* first: read by the inline fast path */
     mr_resource resource;     /* the mr_arena_resource() view */
     mr_resource *upstream;
+    bool huge;        /* blocks >= MR_HUGE_PAGE_SIZE from the huge-page source */
     block *head;      /* chain in order of use; up to cur in use, after cur spare */
     block *cur;       /* NULL: no block in use */
     block *big;       /* dedicated blocks in use, newest first */
@@ -115,11 +125,17 @@ static bool round_block(size_t n, size_t *out)
     return mri_align_up(n, n < page ? 64 : page, out) && *out <= MRI_MAX_SIZE;
 }
 
+/* Where a block of this size comes from and goes back to. */
+static inline mr_resource *source_of(const mr_arena *a, size_t size)
+{
+    return a->huge && size >= MR_HUGE_PAGE_SIZE ? mr_page_resource_huge() : a->upstream;
+}
+
 static block *new_block(mr_arena *a, size_t size)
 {
     if (a->limit != 0 && (size > a->limit || a->held > a->limit - size))
         return mri_fail(ENOMEM);
-    block *b = mr_allocate(a->upstream, size, ALIGN);
+    block *b = mr_allocate(source_of(a, size), size, ALIGN);
     if (MR_UNLIKELY(b == NULL))
         return mri_fail(ENOMEM);
     a->upstream_allocations++;
@@ -142,7 +158,7 @@ static void free_block(mr_arena *a, block *b)
     mri_track_unpoison(b, size);
     a->held -= size;
     a->upstream_deallocations++;
-    mr_deallocate(a->upstream, b, size, ALIGN);
+    mr_deallocate(source_of(a, size), b, size, ALIGN);
 }
 
 static void free_list(mr_arena *a, block *b)
@@ -339,6 +355,7 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
     memset(a, 0, sizeof *a);
     a->resource.ops = &arena_ops;
     a->upstream = up;
+    a->huge = up == mr_malloc_resource();
     a->head = first;
     a->block_size = a->next_size = bs;
     a->max_block_size = mx;

@@ -29,7 +29,10 @@ extern "C" {
 typedef struct mr_arena mr_arena;
 
 typedef struct mr_arena_options {
-    mr_resource *upstream;  /* NULL: mr_get_default_resource() at create time */
+    mr_resource *upstream;  /* NULL: mr_get_default_resource() at create time.
+                               When it is the malloc resource, blocks of 2 MiB
+                               and more are mapped from mr_page_resource_huge()
+                               (2 MiB-aligned, transparent huge pages) */
     void  *buffer;          /* optional first buffer, not owned, reused by reset;
                                the arena's own header is carved from it */
     size_t buffer_size;     /* bytes at buffer; must hold the header (~200 B) */

@@ -13,16 +13,8 @@
 
 #include "memres/resource.h"
 #include "memres/arena.h"
-#if defined(__has_include)
-#  if __has_include("memres/objpool.h")
-#    include "memres/objpool.h"
-#  endif
-#  if __has_include("memres/pools.h")
-#    include "memres/pools.h"
-#  endif
-#  if __has_include("memres/blocks.h")
-#    include "memres/blocks.h"
-#  endif
-#endif
+#include "memres/objpool.h"
+#include "memres/pools.h"
+#include "memres/blocks.h"
 
 #endif /* MEMRES_MEMRES_H */
