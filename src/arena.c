@@ -182,7 +182,7 @@ static inline void set_current(mr_arena *a, block *b, uintptr_t ptr)
 static inline void set_empty(mr_arena *a)
 {
     a->cur = NULL;
-    a->hot.ptr = a->hot.end = (uintptr_t)(a + 1);
+    a->hot.ptr = a->hot.end = mri_align_ptr((uintptr_t)(a + 1), ALIGN);
 }
 
 /* Make the first block of the chain current (or none). */
@@ -218,14 +218,15 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     if (b == NULL) {
         size_t bsize;
         if (!mri_add_overflow(need, HDR, &bsize) && round_block(bsize, &bsize)) {
-            /* A miss returns the oldest-looked-at spare first, so that spares
-             * of sizes no longer asked for cannot accumulate cycle after cycle. */
+            b = new_block(a, bsize);
+            /* A miss returns the first spare too, so that spares of sizes no
+             * longer asked for cannot accumulate cycle after cycle.  Only
+             * after the new block came: a failed call changes nothing. */
             block *victim = a->big_spare;
-            if (victim != NULL) {
+            if (b != NULL && victim != NULL) {
                 a->big_spare = victim->next;
                 free_block(a, victim);
             }
-            b = new_block(a, bsize);
         } else {
             errno = ENOMEM;
         }
@@ -273,7 +274,8 @@ MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t a
     if (b == NULL || fit_in(data_of(b), end_of(b), rsize, align) == 0) {
         size_t bsize = a->next_size;
         if (a->limit != 0 && bsize > a->limit - a->held) {
-            bsize = (a->limit - a->held) & ~(size_t)63; /* the most the limit allows */
+            size_t room = a->limit - a->held, page = mri_os_page_size();
+            bsize = room & ~(room < page ? (size_t)63 : page - 1); /* the most the limit allows */
             if (bsize < HDR + need)
                 return mri_fail(ENOMEM);
         }

@@ -79,6 +79,10 @@ static inline bool mri_mul_overflow(size_t a, size_t b, size_t *out) { return __
  * cannot be indexed in C, and no upstream can give them. */
 #define MRI_MAX_SIZE ((size_t)PTRDIFF_MAX)
 
+/* The largest alignment any allocator tries to honour (1 TiB on 64-bit,
+ * 1 GiB on 32-bit); larger powers of two fail with ENOMEM. */
+#define MRI_MAX_ALIGNMENT ((size_t)1 << (sizeof(size_t) >= 8 ? 40 : 30))
+
 /* Sets errno and returns NULL: the one way an allocation fails. */
 static inline void *mri_fail(int err)
 {

@@ -45,7 +45,9 @@ MR_API bool mr_is_equal(const mr_resource *a, const mr_resource *b)
 static void *malloc_allocate(mr_resource *self, size_t size, size_t align)
 {
     (void)self;
-    if (MR_UNLIKELY(size > MRI_MAX_SIZE))
+    /* No alignment near the size of the address space can be met; refuse it
+     * here (some allocators, ASan's among them, abort on it). */
+    if (MR_UNLIKELY(size > MRI_MAX_SIZE || align > MRI_MAX_ALIGNMENT))
         return mri_fail(ENOMEM);
     if (size == 0)
         size = 1; /* a unique, valid pointer on every libc */
