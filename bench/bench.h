@@ -1,5 +1,5 @@
 /* bench/bench.h -- the interface between the benchmark harness (bench/main.c)
- * and the scenarios (bench/sc_*.c, bench/*.cpp).
+ * and the scenarios (bench/sc_*.c and bench/sc_*.cpp files).
  *
  * A scenario is one workload written once; a variant is that workload with one
  * way of allocating.  Every variant of a scenario must produce the same output
@@ -49,7 +49,9 @@ enum bench_kind {
     BENCH_MALLOC, /* uses malloc/free: run once per malloc peer (glibc, jemalloc,
                      mimalloc, tcmalloc via LD_PRELOAD of the Debian .so) */
     BENCH_PEER,   /* another library's allocator (APR, talloc, obstack, std::pmr, ...) */
-    BENCH_LIMIT   /* a reference limit (hand-written bump pointer) */
+    BENCH_LIMIT,  /* a reference limit (hand-written bump pointer) */
+    BENCH_EXTERNAL /* another program (the Rust peer): run() spawns it with
+                      bench_run_program; run once, with glibc, no LD_PRELOAD */
 };
 
 typedef struct bench_variant {
@@ -63,7 +65,37 @@ typedef struct bench_variant {
     int (*run)(const bench_args *args, bench_out *out);
 } bench_variant;
 
-/* Each scenario file defines one NULL-name-terminated table; main.c lists them. */
+/* ---- services of the harness (bench/main.c) to the scenarios ---- */
+
+/* Restarts the wall clock and the instruction counter of this run: call it
+ * once, after untimed setup (generating input, allocating result arrays) and
+ * before the timed work.  Not calling it times the whole of run(). */
+void bench_timing_start(void);
+
+/* Runs argv[0] (a path) with argv, waits for it, and puts what it printed on
+ * stdout into out->text (truncated to BENCH_TEXT_MAX - 1 bytes).  Its stderr
+ * is ours.  Returns 0 when it exited with status 0, else -1 (with a line on
+ * stderr).  Its time, page faults, RSS and instructions count in this run. */
+int bench_run_program(char *const argv[], bench_out *out);
+
+/* The C++ compiler and library the C++ scenarios were built with (defined in
+ * a C++ translation unit; the harness prints it with the results). */
+const char *bench_cxx_version(void);
+
+/* Extra tables beyond the list below: a file may define its own table and
+ * register it with BENCH_REGISTER_TABLE(name) at file scope, no semicolon
+ * after it (a constructor runs before main).  Rows of one scenario from
+ * several tables are shown together, in the order the tables are listed,
+ * registered ones last. */
+void bench_register_table(const bench_variant *table);
+#define BENCH_REGISTER_TABLE(table)                                               \
+    __attribute__((constructor)) static void bench_register_##table(void)        \
+    {                                                                            \
+        bench_register_table(table);                                             \
+    }
+
+/* Each scenario file defines one NULL-name-terminated table; main.c lists them
+ * (weakly: a table whose file is not there yet is simply absent). */
 extern const bench_variant bench_binary_trees[];
 extern const bench_variant bench_list[];
 extern const bench_variant bench_git_objects[];

@@ -1,0 +1,85 @@
+/* bench/sc_binary_trees.h -- the binary-trees workload, shared by the C
+ * variants (sc_binary_trees.c) and the std::pmr variants
+ * (sc_binary_trees_pmr.cpp).
+ *
+ * The Benchmarks Game rules: with n the depth argument, min_depth 4 and
+ * max_depth = max(min_depth + 2, n): build and check a stretch tree of depth
+ * max_depth + 1 and drop it; build a long-lived tree of depth max_depth; for
+ * d = min_depth, min_depth + 2, ..., max_depth build, check and drop
+ * 2^(max_depth - d + min_depth) trees of depth d; check the long-lived tree.
+ * "check" is the node count.  A node is two child pointers (16 bytes).
+ *
+ * A variant supplies only the allocation, as a bt_ops table: contexts (one
+ * per worker thread, one for the long-lived tree), building one tree, and
+ * dropping it.  bt_run is the rest of the program, the same for every
+ * variant.  The inner loop (bt_ops.trees) is generated per variant with the
+ * allocation inlined, so no indirect call is made per node.
+ */
+#ifndef MEMRES_BENCH_BINARY_TREES_H
+#define MEMRES_BENCH_BINARY_TREES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bt_node {
+    struct bt_node *left, *right;
+} bt_node;
+
+#define BT_MIN_DEPTH 4
+
+typedef struct bt_ops {
+    /* State shared by every context of one run (a synchronized pool, a
+     * library's global init); may be NULL.  shared_new returns NULL on
+     * failure only when it also sets *failed. */
+    void *(*shared_new)(int *failed);
+    void  (*shared_free)(void *shared);
+    /* A context holds at most one tree at a time, of depth <= max_depth.
+     * NULL on failure. */
+    void *(*ctx_new)(void *shared, int max_depth);
+    void  (*ctx_free)(void *ctx);
+    /* Builds one tree in ctx (the only one it holds until drop). */
+    bt_node *(*make)(void *ctx, int depth);
+    void  (*drop)(void *ctx, bt_node *tree);
+    /* count times: make a tree of depth d, check it, drop it; returns the
+     * sum of the checks. */
+    int64_t (*trees)(void *ctx, int depth, int64_t count);
+    /* memres variants: adds the peak bytes ctx held from upstream to *held.
+     * NULL for the others. */
+    void (*stats)(void *ctx, size_t *held);
+} bt_ops;
+
+/* The node count of a tree (the game's "check"). */
+static inline int64_t bt_check(const bt_node *t)
+{
+    return t->left ? 1 + bt_check(t->left) + bt_check(t->right) : 1;
+}
+
+/* Runs the whole program with ops; threaded: the trees of each depth are
+ * split across args->threads threads, each with its own context.  Prints
+ * the game's lines into out; checksum = the sum of every printed check.
+ * Returns 0, or -1 when a context could not be created. */
+int bt_run(const bt_ops *ops, int threaded, const bench_args *args, bench_out *out);
+
+/* Dies with a message: an allocation failed (the workload does not
+ * recover; the harness reports the run as failed). */
+#if defined(__GNUC__)
+__attribute__((noreturn, cold))
+#endif
+void bt_oom(void);
+
+/* The std::pmr variants (sc_binary_trees_pmr.cpp). */
+extern const bt_ops bt_pmr_monotonic_ops;
+extern const bt_ops bt_pmr_monotonic_buffer_ops;
+extern const bt_ops bt_pmr_unsync_pool_ops;
+extern const bt_ops bt_pmr_sync_pool_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
