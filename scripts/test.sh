@@ -4,8 +4,11 @@
 #   then builds and runs every CTest test in three configurations:
 #     release  -O2, warnings as errors
 #     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check)
-#     tsan     ThreadSanitizer (the threaded tests are what it is for; all tests run)
-# Usage: scripts/test.sh [release|asan|tsan ...]   (default: all three)
+#     tsan     ThreadSanitizer: every test but the single-threaded fuzz driver
+#              (TSan makes it ~80x slower and it has no threads to check)
+#     fuzz     clang + libFuzzer + ASan: the op-sequence target, coverage-guided,
+#              for MEMRES_FUZZ_SECONDS (default 60) from an empty corpus
+# Usage: scripts/test.sh [release|asan|tsan|fuzz ...]   (default: all four)
 # MEMRES_SKIP_APT=1 skips the package step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,24 +19,43 @@ if [ "${MEMRES_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null; then
   echo "== installing build and test dependencies (apt-get)"
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    cmake make gcc g++ clang pkg-config libcmocka-dev >/dev/null
+    cmake make gcc g++ clang libclang-rt-14-dev pkg-config libcmocka-dev >/dev/null
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 configs=("$@")
-if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan); fi
+if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan fuzz); fi
 
 for cfg in "${configs[@]}"; do
   case $cfg in
-    release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-    asan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=address -DMEMRES_DEBUG=3) ;;
-    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread) ;;
-    *) echo "unknown configuration '$cfg' (release, asan, tsan)" >&2; exit 2 ;;
+    release) flags=(-DCMAKE_BUILD_TYPE=Release); select=() ;;
+    asan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=address -DMEMRES_DEBUG=3); select=() ;;
+    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread); select=(-E '^fuzz_ops$') ;;
+    fuzz)
+      dir=build-test-fuzz
+      echo "== fuzz: libFuzzer + ASan (clang) in $dir, ${MEMRES_FUZZ_SECONDS:-60} s"
+      CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DMEMRES_FUZZ=ON \
+        -DMEMRES_SANITIZE=address -DMEMRES_WERROR=ON -DMEMRES_BUILD_EXAMPLES=OFF >/dev/null
+      cmake --build "$dir" -j"$jobs" --target fuzz_ops_libfuzzer >/dev/null
+      mkdir -p "$dir/corpus"
+      status=0
+      ASAN_OPTIONS=allocator_may_return_null=1 "$dir/tests/fuzz_ops_libfuzzer" \
+        -max_total_time="${MEMRES_FUZZ_SECONDS:-60}" -max_len=2048 -print_final_stats=1 -artifact_prefix="$dir/" \
+        "$dir/corpus" >"$dir/fuzz.log" 2>&1 || status=$?
+      if [ $status -ne 0 ]; then
+        tail -n 60 "$dir/fuzz.log"
+        echo "fuzz: 0 passed, 1 failed (the input is saved in $dir/)"
+        exit 1
+      fi
+      grep -E "^Done|^stat::number_of_executed_units" "$dir/fuzz.log" || true
+      echo "fuzz: 1 passed, 0 failed"
+      continue ;;
+    *) echo "unknown configuration '$cfg' (release, asan, tsan, fuzz)" >&2; exit 2 ;;
   esac
   dir=build-test-$cfg
   echo "== $cfg: configure, build, test in $dir"
   cmake -S . -B "$dir" -DMEMRES_WERROR=ON "${flags[@]}" >/dev/null
   cmake --build "$dir" -j"$jobs" >/dev/null
-  ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${select[@]}"
 done
 echo "== all test configurations passed: ${configs[*]}"
