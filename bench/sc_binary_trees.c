@@ -216,17 +216,20 @@ done:
     return rc;
 }
 
-/* BT_VARIANT(prefix, ctx type, ALLOC(c), BEGIN(c), END(c, tree)) defines
- * prefix_make, prefix_drop and prefix_trees: the same tree code for every
- * variant, pre-order (a node before its children, so that the root is the
- * first allocation of a tree), with ALLOC inlined. */
-#define BT_VARIANT(prefix, ctx_t, ALLOC, BEGIN, END)                                  \
-    static bt_node *prefix##_build(ctx_t *c, int d)                                   \
+/* BT_VARIANT_H(prefix, ctx type, handle type, HANDLE(c), ALLOC(h), BEGIN(c),
+ * END(c, tree)) defines prefix_make, prefix_drop and prefix_trees: the same
+ * tree code for every variant, pre-order (a node before its children, so that
+ * the root is the first allocation of a tree), with ALLOC inlined.  The
+ * recursion passes the handle a user of that allocator would pass down (the
+ * mr_arena *, the apr_pool_t *, ...); BT_VARIANT passes the context itself
+ * (the hand-written bump pointer keeps its pointer there). */
+#define BT_VARIANT_H(prefix, ctx_t, handle_t, HANDLE, ALLOC, BEGIN, END)               \
+    static bt_node *prefix##_build(handle_t *h, int d)                                \
     {                                                                                 \
-        bt_node *n = ALLOC(c);                                                        \
+        bt_node *n = ALLOC(h);                                                        \
         if (d > 0) {                                                                  \
-            n->left = prefix##_build(c, d - 1);                                       \
-            n->right = prefix##_build(c, d - 1);                                      \
+            n->left = prefix##_build(h, d - 1);                                       \
+            n->right = prefix##_build(h, d - 1);                                      \
         } else {                                                                      \
             n->left = NULL;                                                           \
             n->right = NULL;                                                          \
@@ -237,7 +240,7 @@ done:
     {                                                                                 \
         ctx_t *c = vc;                                                                \
         BEGIN(c);                                                                     \
-        return prefix##_build(c, d);                                                  \
+        return prefix##_build(HANDLE(c), d);                                          \
     }                                                                                 \
     static void prefix##_drop(void *vc, bt_node *t)                                   \
     {                                                                                 \
@@ -252,12 +255,14 @@ done:
         int64_t check = 0;                                                            \
         for (int64_t i = 0; i < count; i++) {                                         \
             BEGIN(c);                                                                 \
-            bt_node *t = prefix##_build(c, d);                                        \
+            bt_node *t = prefix##_build(HANDLE(c), d);                                \
             check += bt_check(t);                                                     \
             END(c, t);                                                                \
         }                                                                             \
         return check;                                                                 \
     }
+#define BT_SELF(c) (c)
+#define BT_VARIANT(prefix, ctx_t, ALLOC, BEGIN, END) BT_VARIANT_H(prefix, ctx_t, ctx_t, BT_SELF, ALLOC, BEGIN, END)
 
 /* ---- malloc / free per node ---- */
 
@@ -310,9 +315,9 @@ typedef struct arena_ctx {
     mr_arena_mark mark;
 } arena_ctx;
 
-static inline bt_node *arena_node(arena_ctx *c)
+static inline bt_node *arena_node(mr_arena *a)
 {
-    bt_node *n = mr_arena_alloc(c->arena, sizeof *n);
+    bt_node *n = mr_arena_alloc(a, sizeof *n);
     if (MR_UNLIKELY(n == NULL))
         bt_oom();
     return n;
@@ -320,7 +325,8 @@ static inline bt_node *arena_node(arena_ctx *c)
 
 #define ARENA_BEGIN(c) ((c)->mark = mr_arena_save((c)->arena))
 #define ARENA_END(c, t) mr_arena_rewind((c)->arena, (c)->mark)
-BT_VARIANT(bt_arena, arena_ctx, arena_node, ARENA_BEGIN, ARENA_END)
+#define ARENA_HANDLE(c) ((c)->arena)
+BT_VARIANT_H(bt_arena, arena_ctx, mr_arena, ARENA_HANDLE, arena_node, ARENA_BEGIN, ARENA_END)
 
 static void *arena_ctx_with(const mr_arena_options *opts)
 {
@@ -433,9 +439,9 @@ typedef struct objpool_ctx {
     mr_objpool *pool;
 } objpool_ctx;
 
-static inline bt_node *objpool_node(objpool_ctx *c)
+static inline bt_node *objpool_node(mr_objpool *p)
 {
-    bt_node *n = mr_objpool_alloc(c->pool);
+    bt_node *n = mr_objpool_alloc(p);
     if (MR_UNLIKELY(n == NULL))
         bt_oom();
     return n;
@@ -443,7 +449,8 @@ static inline bt_node *objpool_node(objpool_ctx *c)
 
 #define OBJPOOL_BEGIN(c) ((void)(c))
 #define OBJPOOL_END(c, t) mr_objpool_reset((c)->pool)
-BT_VARIANT(bt_objpool, objpool_ctx, objpool_node, OBJPOOL_BEGIN, OBJPOOL_END)
+#define OBJPOOL_HANDLE(c) ((c)->pool)
+BT_VARIANT_H(bt_objpool, objpool_ctx, mr_objpool, OBJPOOL_HANDLE, objpool_node, OBJPOOL_BEGIN, OBJPOOL_END)
 
 static void *objpool_ctx_new(void *shared, int max_depth)
 {
@@ -590,9 +597,9 @@ typedef struct apr_ctx {
     apr_pool_t *pool;
 } apr_ctx;
 
-static inline bt_node *apr_node(apr_ctx *c)
+static inline bt_node *apr_node(apr_pool_t *pool)
 {
-    bt_node *n = apr_palloc(c->pool, sizeof *n);
+    bt_node *n = apr_palloc(pool, sizeof *n);
     if (MR_UNLIKELY(n == NULL))
         bt_oom();
     return n;
@@ -600,7 +607,8 @@ static inline bt_node *apr_node(apr_ctx *c)
 
 #define APR_BEGIN(c) ((void)(c))
 #define APR_END(c, t) apr_pool_clear((c)->pool)
-BT_VARIANT(bt_apr, apr_ctx, apr_node, APR_BEGIN, APR_END)
+#define APR_HANDLE(c) ((c)->pool)
+BT_VARIANT_H(bt_apr, apr_ctx, apr_pool_t, APR_HANDLE, apr_node, APR_BEGIN, APR_END)
 
 static void *apr_shared_new(int *failed)
 {
@@ -705,9 +713,9 @@ typedef struct talloc_ctx {
     TALLOC_CTX *tree;
 } talloc_ctx;
 
-static inline bt_node *talloc_node(talloc_ctx *c)
+static inline bt_node *talloc_node(TALLOC_CTX *tree)
 {
-    bt_node *n = talloc_size(c->tree, sizeof *n);
+    bt_node *n = talloc_size(tree, sizeof *n);
     if (MR_UNLIKELY(n == NULL))
         bt_oom();
     return n;
@@ -720,7 +728,8 @@ static inline void talloc_begin(talloc_ctx *c)
 }
 
 #define TALLOC_END(c, t) talloc_free((c)->tree)
-BT_VARIANT(bt_talloc, talloc_ctx, talloc_node, talloc_begin, TALLOC_END)
+#define TALLOC_HANDLE(c) ((c)->tree)
+BT_VARIANT_H(bt_talloc, talloc_ctx, TALLOC_CTX, TALLOC_HANDLE, talloc_node, talloc_begin, TALLOC_END)
 
 static void *talloc_ctx_new(void *shared, int max_depth)
 {

@@ -64,8 +64,8 @@
 #define MIN_BLOCK_SIZE ((size_t)256)
 #define DEDICATED_SCAN 16 /* spare dedicated blocks looked at per large request */
 
-typedef struct block {
-    struct block *next;
+typedef struct mri_arena_block {
+    struct mri_arena_block *next;
     size_t size;   /* bytes of the block, header included (as requested upstream) */
     uintptr_t top; /* fill level while not current; end of the allocation for dedicated blocks */
     size_t owned;  /* 1: from upstream; 0: the caller's buffer */
@@ -73,8 +73,8 @@ typedef struct block {
 
 #define HDR mri_align_up_nocheck(sizeof(block), ALIGN)
 
-typedef struct cleanup {
-    struct cleanup *prev;
+typedef struct mri_arena_cleanup {
+    struct mri_arena_cleanup *prev;
     void (*fn)(void *arg);
     void *arg;
 } cleanup;
@@ -84,11 +84,8 @@ struct mr_arena {
     mr_resource resource;     /* the mr_arena_resource() view */
     mr_resource *upstream;
     bool huge;        /* blocks >= MR_HUGE_PAGE_SIZE from the huge-page source */
-    block *head;      /* chain in order of use; up to cur in use, after cur spare */
-    block *cur;       /* NULL: no block in use */
-    block *big;       /* dedicated blocks in use, newest first */
+    block *head;      /* chain in order of use; up to hot.cur in use, after it spare */
     block *big_spare; /* dedicated blocks kept for reuse */
-    cleanup *cleanups; /* newest first */
     size_t block_size, next_size, max_block_size, limit;
     size_t held, peak_held, upstream_allocations, upstream_deallocations;
     size_t header_size; /* bytes of this header from upstream; 0 when carved from a buffer */
@@ -172,7 +169,7 @@ static void free_list(mr_arena *a, block *b)
 
 static inline void set_current(mr_arena *a, block *b, uintptr_t ptr)
 {
-    a->cur = b;
+    a->hot.cur = b;
     a->hot.ptr = ptr;
     a->hot.end = end_of(b);
 }
@@ -181,7 +178,7 @@ static inline void set_current(mr_arena *a, block *b, uintptr_t ptr)
  * size-0 request gets a non-NULL pointer that points at nothing of ours. */
 static inline void set_empty(mr_arena *a)
 {
-    a->cur = NULL;
+    a->hot.cur = NULL;
     a->hot.ptr = a->hot.end = mri_align_ptr((uintptr_t)(a + 1), ALIGN);
 }
 
@@ -235,8 +232,8 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     }
     uintptr_t p = mri_align_ptr(data_of(b), align);
     b->top = p + rsize;
-    b->next = a->big;
-    a->big = b;
+    b->next = a->hot.big;
+    a->hot.big = b;
     a->hot.allocations++;
     mri_track_unpoison(p, size);
     return (void *)p;
@@ -270,7 +267,7 @@ MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t a
     if (need > a->next_size - HDR)
         return alloc_dedicated(a, size, rsize, align, need);
 
-    block *b = a->cur != NULL ? a->cur->next : a->head;
+    block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
     if (b == NULL || fit_in(data_of(b), end_of(b), rsize, align) == 0) {
         size_t bsize = a->next_size;
         if (a->limit != 0 && bsize > a->limit - a->held) {
@@ -282,9 +279,9 @@ MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t a
         b = new_block(a, bsize);
         if (b == NULL)
             return NULL;
-        if (a->cur != NULL) {
-            b->next = a->cur->next;
-            a->cur->next = b;
+        if (a->hot.cur != NULL) {
+            b->next = a->hot.cur->next;
+            a->hot.cur->next = b;
         } else {
             b->next = a->head;
             a->head = b;
@@ -292,8 +289,8 @@ MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t a
         if (bsize == a->next_size)
             a->next_size = next_growth(a->next_size, a->max_block_size);
     }
-    if (a->cur != NULL)
-        a->cur->top = a->hot.ptr;
+    if (a->hot.cur != NULL)
+        a->hot.cur->top = a->hot.ptr;
     set_current(a, b, data_of(b));
     p = fit_in(a->hot.ptr, a->hot.end, rsize, align);
     MR_ASSERT_INTERNAL(p != 0);
@@ -375,9 +372,9 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
 
 static void run_cleanups(mr_arena *a, const cleanup *stop)
 {
-    while (a->cleanups != NULL && a->cleanups != stop) {
-        cleanup *c = a->cleanups;
-        a->cleanups = c->prev;
+    while (a->hot.cleanups != NULL && a->hot.cleanups != stop) {
+        cleanup *c = a->hot.cleanups;
+        a->hot.cleanups = c->prev;
         c->fn(c->arg);
     }
 }
@@ -385,9 +382,9 @@ static void run_cleanups(mr_arena *a, const cleanup *stop)
 MR_API void mr_arena_release(mr_arena *a)
 {
     run_cleanups(a, NULL);
-    free_list(a, a->big);
+    free_list(a, a->hot.big);
     free_list(a, a->big_spare);
-    a->big = a->big_spare = NULL;
+    a->hot.big = a->big_spare = NULL;
     block *keep = NULL;
     for (block *b = a->head, *next; b != NULL; b = next) {
         next = b->next;
@@ -420,21 +417,15 @@ MR_API void mr_arena_destroy(mr_arena *a)
 
 /* ---- marks ---- */
 
-MR_API mr_arena_mark mr_arena_save(const mr_arena *a)
-{
-    mr_arena_mark m = {a->cur, a->hot.ptr, a->big, a->cleanups};
-    return m;
-}
-
 static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, block *mbig, cleanup *mcleanups)
 {
     run_cleanups(a, mcleanups);
-    while (a->big != mbig) {
-        MR_ASSERT(a->big != NULL, "mr_arena_rewind: the mark is not from this arena, or lies after an earlier rewind");
-        if (a->big == NULL)
+    while (a->hot.big != mbig) {
+        MR_ASSERT(a->hot.big != NULL, "mr_arena_rewind: the mark is not from this arena, or lies after an earlier rewind");
+        if (a->hot.big == NULL)
             break;
-        block *b = a->big;
-        a->big = b->next;
+        block *b = a->hot.big;
+        a->hot.big = b->next;
         b->next = a->big_spare;
         a->big_spare = b;
         mri_track_poison(data_of(b), b->size - HDR);
@@ -452,13 +443,13 @@ static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, block *mbig, clean
     }
 }
 
-MR_API void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
+MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
 {
 #if MR_DEBUG >= 3
     bool found = m.mri_block == NULL;
     for (block *b = a->head; b != NULL && !found; b = b->next) {
         found = b == m.mri_block;
-        if (b == a->cur)
+        if (b == a->hot.cur)
             break;
     }
     MR_ASSERT_EXPENSIVE(found);
@@ -477,10 +468,10 @@ MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
     cleanup *c = mr_arena_alloc(a, sizeof *c);
     if (c == NULL)
         return -1;
-    c->prev = a->cleanups;
+    c->prev = a->hot.cleanups;
     c->fn = fn;
     c->arg = arg;
-    a->cleanups = c;
+    a->hot.cleanups = c;
     return 0;
 }
 
@@ -500,7 +491,7 @@ MR_API void *mr_arena_calloc(mr_arena *a, size_t count, size_t size)
 /* Is p (of rsize rounded bytes) the newest allocation of the current block? */
 static inline bool is_newest(const mr_arena *a, uintptr_t p, size_t rsize)
 {
-    return a->cur != NULL && p >= data_of(a->cur) && p <= a->hot.ptr && a->hot.ptr - p == rsize;
+    return a->hot.cur != NULL && p >= data_of(a->hot.cur) && p <= a->hot.ptr && a->hot.ptr - p == rsize;
 }
 
 MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_size)
@@ -556,7 +547,7 @@ MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap)
     va_copy(ap2, ap);
     int n;
     char *p = NULL;
-    if (!MRI_TRACKING && a->cur != NULL) {
+    if (!MRI_TRACKING && a->hot.cur != NULL) {
         /* One pass into the free tail; it is ours, so a partial write is harmless. */
         size_t avail = (size_t)(a->hot.end - a->hot.ptr);
         n = vsnprintf((char *)a->hot.ptr, avail, fmt, ap);
@@ -614,16 +605,16 @@ MR_API mr_resource *mr_arena_resource(mr_arena *a) { return &a->resource; }
 MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
 {
     size_t in_use = 0;
-    if (a->cur != NULL) {
+    if (a->hot.cur != NULL) {
         for (const block *b = a->head; b != NULL; b = b->next) {
-            if (b == a->cur) {
+            if (b == a->hot.cur) {
                 in_use += a->hot.ptr - data_of(b);
                 break;
             }
             in_use += b->top - data_of(b);
         }
     }
-    for (const block *b = a->big; b != NULL; b = b->next)
+    for (const block *b = a->hot.big; b != NULL; b = b->next)
         in_use += b->top - data_of(b);
     out->in_use = in_use;
     out->held = a->held;
@@ -662,17 +653,17 @@ MR_API bool mr_arena_check(const mr_arena *a)
     CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
     CHECK((a->hot.end - a->hot.ptr) % ALIGN == 0, "free space %ju not a multiple of %zu",
           (uintmax_t)(a->hot.end - a->hot.ptr), ALIGN);
-    if (a->cur != NULL) {
+    if (a->hot.cur != NULL) {
         bool found = false;
         for (const block *b = a->head; b != NULL && !found; b = b->next)
-            found = b == a->cur;
-        CHECK(found, "current block %p not in the chain", (const void *)a->cur);
-        CHECK(a->hot.ptr >= data_of(a->cur) && a->hot.end == end_of(a->cur), "bump pointer outside the current block");
+            found = b == a->hot.cur;
+        CHECK(found, "current block %p not in the chain", (const void *)a->hot.cur);
+        CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end == end_of(a->hot.cur), "bump pointer outside the current block");
         CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
     } else {
         CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
     }
-    if (!check_list(a->head, &held, &owned, false) || !check_list(a->big, &held, &owned, true) ||
+    if (!check_list(a->head, &held, &owned, false) || !check_list(a->hot.big, &held, &owned, true) ||
         !check_list(a->big_spare, &held, &owned, false))
         return false;
     CHECK(held == a->held, "held %zu but blocks add up to %zu", a->held, held);

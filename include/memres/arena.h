@@ -78,11 +78,14 @@ MR_API void mr_arena_destroy(mr_arena *a);
 /* Out-of-line slow path of the allocation functions; not for direct use. */
 MR_API void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align);
 
-/* Private: the fields the inline fast path reads, first in struct mr_arena. */
+/* Private: the fields the inline fast paths read, first in struct mr_arena. */
 struct mri_arena_hot {
     uintptr_t ptr;       /* next free byte of the current block (MR_ARENA_ALIGN-aligned) */
     uintptr_t end;       /* end of the current block; end - ptr is a multiple of MR_ARENA_ALIGN */
     size_t allocations;  /* successful allocations so far */
+    struct mri_arena_block *cur;        /* current block; NULL: none in use */
+    struct mri_arena_block *big;        /* dedicated blocks in use, newest first */
+    struct mri_arena_cleanup *cleanups; /* pending cleanups, newest first */
 };
 
 /* Requests up to this size take the inline path; p + size cannot wrap for
@@ -101,6 +104,7 @@ static inline void *mr_arena_alloc(mr_arena *a, size_t size)
         uintptr_t p = h->ptr;
         uintptr_t np = p + ((size + MR_ARENA_ALIGN - 1) & ~(uintptr_t)(MR_ARENA_ALIGN - 1));
         if (MR_LIKELY(np <= h->end)) {
+            MR_ASSUME(p != 0); /* ptr is never NULL: the caller's NULL check folds away */
             h->ptr = np;
             h->allocations++;
             return (void *)p;
@@ -141,15 +145,35 @@ MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n);
 MR_API char *mr_arena_sprintf(mr_arena *a, const char *fmt, ...) MR_PRINTF(2, 3);
 MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap) MR_PRINTF(2, 0);
 
-/* The current position.  Cheap; never fails. */
-MR_API mr_arena_mark mr_arena_save(const mr_arena *a);
+/* The current position.  Inline: four loads; never fails. */
+static inline mr_arena_mark mr_arena_save(const mr_arena *a)
+{
+    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
+    mr_arena_mark m = {h->cur, h->ptr, h->big, h->cleanups};
+    return m;
+}
+
+/* Out-of-line part of mr_arena_rewind; not for direct use. */
+MR_API void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m);
 
 /* Frees everything allocated after m was saved, running the cleanups
  * registered after it (LIFO) first.  Memory is kept: allocating the same
  * sequence again hands out the same addresses with no upstream call.
  * m must come from this arena and not lie after an earlier rewind's target
- * (checked in debug builds). */
-MR_API void mr_arena_rewind(mr_arena *a, mr_arena_mark m);
+ * (checked in debug builds).  Inline when nothing but the bump pointer moved
+ * since m (same block, no large block, no cleanup): one store. */
+static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
+{
+#if !MR_SANITIZED
+    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
+    if (MR_LIKELY(m.mri_block == (void *)h->cur && m.mri_block != NULL && m.mri_big == (void *)h->big &&
+                  m.mri_cleanups == (void *)h->cleanups && m.mri_ptr <= h->ptr)) {
+        h->ptr = m.mri_ptr;
+        return;
+    }
+#endif
+    mri_arena_rewind_slow(a, m);
+}
 
 /* Frees everything (cleanups run first) and keeps every block for reuse, in
  * the same order: no upstream call. */

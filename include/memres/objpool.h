@@ -107,6 +107,7 @@ static inline void *mr_objpool_alloc(mr_objpool *p)
     }
     uintptr_t q = h->ptr;
     if (MR_LIKELY(q != h->end)) {
+        MR_ASSUME(q != 0); /* a block is never at address 0 */
         h->ptr = q + h->size;
         h->allocations++;
         return (void *)q;

@@ -156,6 +156,7 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
         }
         uintptr_t q = c->bump;
         if (MR_LIKELY(q != c->end)) {
+            MR_ASSUME(q != 0); /* a bump region is never at address 0 */
             c->bump = q + c->size;
             c->allocations++;
             return (void *)q;

@@ -39,12 +39,16 @@ extern "C" {
 #  define MR_NOINLINE    __attribute__((noinline))
 #  define MR_MALLOC_LIKE __attribute__((malloc))
 #  define MR_PRINTF(f, a) __attribute__((format(printf, f, a)))
+/* Tells the compiler a condition holds (no code): lets it drop the caller's
+ * NULL check after an inline fast path that cannot return NULL. */
+#  define MR_ASSUME(x)   (__builtin_expect(!!(x), 1) ? (void)0 : __builtin_unreachable())
 #else
 #  define MR_LIKELY(x)   (x)
 #  define MR_UNLIKELY(x) (x)
 #  define MR_NOINLINE
 #  define MR_MALLOC_LIKE
 #  define MR_PRINTF(f, a)
+#  define MR_ASSUME(x)   ((void)0)
 #endif
 
 /* MR_SANITIZED is 1 when this translation unit is built with AddressSanitizer.
