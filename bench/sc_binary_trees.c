@@ -16,6 +16,8 @@
  *                            arena blocks = the pool's block size
  *   memres arena/pages       default block sizes over mr_page_resource()
  *   memres arena/huge pages  default block sizes over mr_page_resource_huge()
+ *   memres arena/no count    "memres arena" built with MR_ARENA_NO_COUNT
+ *                            (sc_binary_trees_nocount.c)
  *   memres objpool           mr_objpool_alloc per node, mr_objpool_reset per tree
  *   bump pointer             a hand-written inline bump pointer (one compare,
  *                            one add) over one malloc'd block that fits the
@@ -216,53 +218,6 @@ done:
     return rc;
 }
 
-/* BT_VARIANT_H(prefix, ctx type, handle type, HANDLE(c), ALLOC(h), BEGIN(c),
- * END(c, tree)) defines prefix_make, prefix_drop and prefix_trees: the same
- * tree code for every variant, pre-order (a node before its children, so that
- * the root is the first allocation of a tree), with ALLOC inlined.  The
- * recursion passes the handle a user of that allocator would pass down (the
- * mr_arena *, the apr_pool_t *, ...); BT_VARIANT passes the context itself
- * (the hand-written bump pointer keeps its pointer there). */
-#define BT_VARIANT_H(prefix, ctx_t, handle_t, HANDLE, ALLOC, BEGIN, END)               \
-    static bt_node *prefix##_build(handle_t *h, int d)                                \
-    {                                                                                 \
-        bt_node *n = ALLOC(h);                                                        \
-        if (d > 0) {                                                                  \
-            n->left = prefix##_build(h, d - 1);                                       \
-            n->right = prefix##_build(h, d - 1);                                      \
-        } else {                                                                      \
-            n->left = NULL;                                                           \
-            n->right = NULL;                                                          \
-        }                                                                             \
-        return n;                                                                     \
-    }                                                                                 \
-    static bt_node *prefix##_make(void *vc, int d)                                    \
-    {                                                                                 \
-        ctx_t *c = vc;                                                                \
-        BEGIN(c);                                                                     \
-        return prefix##_build(HANDLE(c), d);                                          \
-    }                                                                                 \
-    static void prefix##_drop(void *vc, bt_node *t)                                   \
-    {                                                                                 \
-        ctx_t *c = vc;                                                                \
-        (void)c;                                                                      \
-        (void)t;                                                                      \
-        END(c, t);                                                                    \
-    }                                                                                 \
-    static int64_t prefix##_trees(void *vc, int d, int64_t count)                     \
-    {                                                                                 \
-        ctx_t *c = vc;                                                                \
-        int64_t check = 0;                                                            \
-        for (int64_t i = 0; i < count; i++) {                                         \
-            BEGIN(c);                                                                 \
-            bt_node *t = prefix##_build(HANDLE(c), d);                                \
-            check += bt_check(t);                                                     \
-            END(c, t);                                                                \
-        }                                                                             \
-        return check;                                                                 \
-    }
-#define BT_SELF(c) (c)
-#define BT_VARIANT(prefix, ctx_t, ALLOC, BEGIN, END) BT_VARIANT_H(prefix, ctx_t, ctx_t, BT_SELF, ALLOC, BEGIN, END)
 
 /* ---- malloc / free per node ---- */
 
@@ -310,11 +265,6 @@ static int run_malloc(const bench_args *args, bench_out *out)
 
 /* ---- memres arena, rewound per tree ---- */
 
-typedef struct arena_ctx {
-    mr_arena *arena;
-    mr_arena_mark mark;
-} arena_ctx;
-
 static inline bt_node *arena_node(mr_arena *a)
 {
     bt_node *n = mr_arena_alloc(a, sizeof *n);
@@ -323,12 +273,9 @@ static inline bt_node *arena_node(mr_arena *a)
     return n;
 }
 
-#define ARENA_BEGIN(c) ((c)->mark = mr_arena_save((c)->arena))
-#define ARENA_END(c, t) mr_arena_rewind((c)->arena, (c)->mark)
-#define ARENA_HANDLE(c) ((c)->arena)
 BT_VARIANT_H(bt_arena, arena_ctx, mr_arena, ARENA_HANDLE, arena_node, ARENA_BEGIN, ARENA_END)
 
-static void *arena_ctx_with(const mr_arena_options *opts)
+void *bt_arena_ctx_with(const mr_arena_options *opts)
 {
     arena_ctx *c = calloc(1, sizeof *c);
     if (c && (c->arena = mr_arena_create(opts)) == NULL) {
@@ -338,14 +285,14 @@ static void *arena_ctx_with(const mr_arena_options *opts)
     return c;
 }
 
-static void arena_ctx_free(void *vc)
+void bt_arena_ctx_free(void *vc)
 {
     arena_ctx *c = vc;
     mr_arena_destroy(c->arena);
     free(c);
 }
 
-static void arena_stats(void *vc, size_t *held)
+void bt_arena_stats(void *vc, size_t *held)
 {
     mr_stats st;
     mr_arena_stats(((arena_ctx *)vc)->arena, &st);
@@ -356,11 +303,11 @@ static void *arena_default_new(void *shared, int max_depth)
 {
     (void)shared;
     (void)max_depth;
-    return arena_ctx_with(NULL); /* the arena as users create it */
+    return bt_arena_ctx_with(NULL); /* the arena as users create it */
 }
 
 static const bt_ops arena_ops = {
-    NULL, NULL, arena_default_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
+    NULL, NULL, arena_default_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
 };
 
 static int run_arena(const bench_args *args, bench_out *out)
@@ -378,7 +325,7 @@ static void *arena_blocks_new(void *shared, int max_depth)
     o.upstream = mr_blocks_resource(b);
     o.block_size = mr_blocks_block_size(b);
     o.max_block_size = o.block_size;
-    return arena_ctx_with(&o);
+    return bt_arena_ctx_with(&o);
 }
 
 static void *arena_pages_new(void *shared, int max_depth)
@@ -387,7 +334,7 @@ static void *arena_pages_new(void *shared, int max_depth)
     (void)max_depth;
     mr_arena_options o = { 0 };
     o.upstream = mr_page_resource();
-    return arena_ctx_with(&o);
+    return bt_arena_ctx_with(&o);
 }
 
 static void *arena_huge_new(void *shared, int max_depth)
@@ -396,17 +343,17 @@ static void *arena_huge_new(void *shared, int max_depth)
     (void)max_depth;
     mr_arena_options o = { 0 };
     o.upstream = mr_page_resource_huge();
-    return arena_ctx_with(&o);
+    return bt_arena_ctx_with(&o);
 }
 
 static const bt_ops arena_blocks_ops = {
-    NULL, NULL, arena_blocks_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
+    NULL, NULL, arena_blocks_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
 };
 static const bt_ops arena_pages_ops = {
-    NULL, NULL, arena_pages_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
+    NULL, NULL, arena_pages_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
 };
 static const bt_ops arena_huge_ops = {
-    NULL, NULL, arena_huge_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
+    NULL, NULL, arena_huge_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
 };
 
 static int run_arena_blocks(const bench_args *args, bench_out *out)

@@ -73,6 +73,69 @@ __attribute__((noreturn, cold))
 #endif
 void bt_oom(void);
 
+/* BT_VARIANT_H(prefix, ctx type, handle type, HANDLE(c), ALLOC(h), BEGIN(c),
+ * END(c, tree)) defines prefix_make, prefix_drop and prefix_trees: the same
+ * tree code for every variant, pre-order (a node before its children, so that
+ * the root is the first allocation of a tree), with ALLOC inlined.  The
+ * recursion passes the handle a user of that allocator would pass down (the
+ * mr_arena *, the apr_pool_t *, ...); BT_VARIANT passes the context itself
+ * (the hand-written bump pointer keeps its pointer there). */
+#define BT_VARIANT_H(prefix, ctx_t, handle_t, HANDLE, ALLOC, BEGIN, END)               \
+    static bt_node *prefix##_build(handle_t *h, int d)                                \
+    {                                                                                 \
+        bt_node *n = ALLOC(h);                                                        \
+        if (d > 0) {                                                                  \
+            n->left = prefix##_build(h, d - 1);                                       \
+            n->right = prefix##_build(h, d - 1);                                      \
+        } else {                                                                      \
+            n->left = NULL;                                                           \
+            n->right = NULL;                                                          \
+        }                                                                             \
+        return n;                                                                     \
+    }                                                                                 \
+    static bt_node *prefix##_make(void *vc, int d)                                    \
+    {                                                                                 \
+        ctx_t *c = vc;                                                                \
+        BEGIN(c);                                                                     \
+        return prefix##_build(HANDLE(c), d);                                          \
+    }                                                                                 \
+    static void prefix##_drop(void *vc, bt_node *t)                                   \
+    {                                                                                 \
+        ctx_t *c = vc;                                                                \
+        (void)c;                                                                      \
+        (void)t;                                                                      \
+        END(c, t);                                                                    \
+    }                                                                                 \
+    static int64_t prefix##_trees(void *vc, int d, int64_t count)                     \
+    {                                                                                 \
+        ctx_t *c = vc;                                                                \
+        int64_t check = 0;                                                            \
+        for (int64_t i = 0; i < count; i++) {                                         \
+            BEGIN(c);                                                                 \
+            bt_node *t = prefix##_build(HANDLE(c), d);                                \
+            check += bt_check(t);                                                     \
+            END(c, t);                                                                \
+        }                                                                             \
+        return check;                                                                 \
+    }
+#define BT_SELF(c) (c)
+#define BT_VARIANT(prefix, ctx_t, ALLOC, BEGIN, END) BT_VARIANT_H(prefix, ctx_t, ctx_t, BT_SELF, ALLOC, BEGIN, END)
+
+#ifdef MEMRES_ARENA_H
+/* The memres arena context (sc_binary_trees.c), shared with the
+ * MR_ARENA_NO_COUNT variant (sc_binary_trees_nocount.c). */
+typedef struct arena_ctx {
+    mr_arena *arena;
+    mr_arena_mark mark;
+} arena_ctx;
+#define ARENA_BEGIN(c) ((c)->mark = mr_arena_save((c)->arena))
+#define ARENA_END(c, t) mr_arena_rewind((c)->arena, (c)->mark)
+#define ARENA_HANDLE(c) ((c)->arena)
+void *bt_arena_ctx_with(const mr_arena_options *opts);
+void  bt_arena_ctx_free(void *ctx);
+void  bt_arena_stats(void *ctx, size_t *held);
+#endif
+
 /* The std::pmr variants (sc_binary_trees_pmr.cpp). */
 extern const bt_ops bt_pmr_monotonic_ops;
 extern const bt_ops bt_pmr_monotonic_buffer_ops;

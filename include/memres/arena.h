@@ -92,10 +92,25 @@ struct mri_arena_hot {
  * them because no block lies within this distance of the top of memory. */
 #define MRI_ARENA_INLINE_MAX ((size_t)1 << 20)
 
+/* MR_ARENA_NO_COUNT: define it (to 1) before including memres headers to
+ * drop the allocation counter from the inline path.  The counter is one
+ * read-modify-write per allocation; on the tightest loops (binary-trees: ~4
+ * cycles and ~25 instructions per node) that is 3% of the instructions and
+ * measured 0-10% of the time, depending on code layout (docs/BENCHMARKS.md).
+ * Without it,
+ * mr_stats.allocations counts only the allocations made out of line (new
+ * blocks, large or over-aligned requests, calloc/strdup/sprintf/defer, and
+ * everything in sanitizer builds).  Everything else is unchanged; translation
+ * units with and without it may share an arena. */
+#ifndef MR_ARENA_NO_COUNT
+#  define MR_ARENA_NO_COUNT 0
+#endif
+
 /* Allocates size bytes aligned to MR_ARENA_ALIGN.  size 0: a valid non-NULL
  * pointer.  Failure: NULL, errno = ENOMEM, nothing changed.  The memory is
  * uninitialised and lives until a rewind past it, reset, release or destroy.
- * Common case inline: compare, bump, count. */
+ * Common case inline: compare, bump, count (6 instructions for a constant
+ * size; 5 with MR_ARENA_NO_COUNT). */
 static inline void *mr_arena_alloc(mr_arena *a, size_t size)
 {
 #if !MR_SANITIZED
@@ -106,7 +121,9 @@ static inline void *mr_arena_alloc(mr_arena *a, size_t size)
         if (MR_LIKELY(np <= h->end)) {
             MR_ASSUME(p != 0); /* ptr is never NULL: the caller's NULL check folds away */
             h->ptr = np;
+#if !MR_ARENA_NO_COUNT
             h->allocations++;
+#endif
             return (void *)p;
         }
     }
