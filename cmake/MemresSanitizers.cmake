@@ -9,6 +9,13 @@ elseif(NOT MEMRES_SANITIZE STREQUAL "")
   message(FATAL_ERROR "MEMRES_SANITIZE must be '', 'address' or 'thread', not '${MEMRES_SANITIZE}'")
 endif()
 
+# MEMRES_FUZZ: the library and the tests' support code get libFuzzer's
+# coverage instrumentation too, so the fuzzer is guided by memres's branches
+# and not only by the harness's.
+if(MEMRES_FUZZ)
+  list(APPEND MEMRES_SANITIZE_FLAGS -fsanitize=fuzzer-no-link)
+endif()
+
 function(memres_target_sanitizers target)
   if(MEMRES_SANITIZE_FLAGS)
     target_compile_options(${target} PRIVATE ${MEMRES_SANITIZE_FLAGS})
