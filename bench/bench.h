@@ -94,6 +94,11 @@ void bench_register_table(const bench_variant *table);
         bench_register_table(table);                                             \
     }
 
+/* The `unavailable` of rows that need a peer library found at build time
+ * (BENCH_HAVE_APR, BENCH_HAVE_TALLOC): NULL when it was built in. */
+const char *bench_apr_unavailable(void);
+const char *bench_talloc_unavailable(void);
+
 /* Each scenario file defines one NULL-name-terminated table; main.c lists them
  * (weakly: a table whose file is not there yet is simply absent). */
 extern const bench_variant bench_binary_trees[];

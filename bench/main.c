@@ -160,6 +160,24 @@ static void registry_build(void)
     }
 }
 
+const char *bench_apr_unavailable(void)
+{
+#ifdef BENCH_HAVE_APR
+    return NULL;
+#else
+    return "libapr-1 (libapr1-dev) not found at build time";
+#endif
+}
+
+const char *bench_talloc_unavailable(void)
+{
+#ifdef BENCH_HAVE_TALLOC
+    return NULL;
+#else
+    return "libtalloc (libtalloc-dev) not found at build time";
+#endif
+}
+
 static const char *variant_unavailable(const bench_variant *v)
 {
     if (v->run == NULL)

@@ -598,12 +598,7 @@ static int run_apr(const bench_args *args, bench_out *out)
 {
     return bt_run(&apr_ops, 1, args, out);
 }
-#  define apr_unavailable NULL
 #else
-static const char *apr_unavailable(void)
-{
-    return "libapr-1 (libapr1-dev) not found at build time";
-}
 #  define run_apr NULL
 #endif
 
@@ -706,12 +701,7 @@ static int run_talloc(const bench_args *args, bench_out *out)
     /* talloc keeps process-wide state (the null context): one thread. */
     return bt_run(&talloc_ops, 0, args, out);
 }
-#  define talloc_unavailable NULL
 #else
-static const char *talloc_unavailable(void)
-{
-    return "libtalloc (libtalloc-dev) not found at build time";
-}
 #  define run_talloc NULL
 #endif
 
@@ -784,9 +774,9 @@ const bench_variant bench_binary_trees[] = {
     BT("memres objpool", BENCH_MEMRES, true, objpool_unavailable, run_objpool),
     BT("bump pointer", BENCH_LIMIT, true, NULL, run_bump),
     BT("bump pointer/huge pages", BENCH_LIMIT, true, NULL, run_bump_huge),
-    BT("apr pool", BENCH_PEER, true, apr_unavailable, run_apr),
+    BT("apr pool", BENCH_PEER, true, bench_apr_unavailable, run_apr),
     BT("obstack", BENCH_PEER, true, NULL, run_obstack),
-    BT("talloc", BENCH_PEER, false, talloc_unavailable, run_talloc),
+    BT("talloc", BENCH_PEER, false, bench_talloc_unavailable, run_talloc),
     BT("pmr monotonic", BENCH_PEER, true, NULL, run_pmr_monotonic),
     BT("pmr monotonic/buffer", BENCH_PEER, true, NULL, run_pmr_monotonic_buffer),
     BT("pmr unsync pool", BENCH_PEER, true, NULL, run_pmr_unsync_pool),

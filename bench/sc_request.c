@@ -229,12 +229,7 @@ static int run_apr(const bench_args *args, bench_out *out)
     apr_terminate();
     return rq_finish(&st, out);
 }
-#  define apr_unavailable NULL
 #else
-static const char *apr_unavailable(void)
-{
-    return "libapr-1 (libapr1-dev) not found at build time";
-}
 #  define run_apr NULL
 #endif
 
@@ -252,12 +247,7 @@ static int run_talloc(const bench_args *args, bench_out *out)
     talloc_free(ctx);
     return rq_finish(&st, out);
 }
-#  define talloc_unavailable NULL
 #else
-static const char *talloc_unavailable(void)
-{
-    return "libtalloc (libtalloc-dev) not found at build time";
-}
 #  define run_talloc NULL
 #endif
 
@@ -284,8 +274,8 @@ const bench_variant bench_request[] = {
     RV("malloc", BENCH_MALLOC, NULL, run_malloc),
     RV("memres arena", BENCH_MEMRES, NULL, run_arena),
     RV("memres pools", BENCH_MEMRES, pools_unavailable, run_pools),
-    RV("apr pool", BENCH_PEER, apr_unavailable, run_apr),
-    RV("talloc", BENCH_PEER, talloc_unavailable, run_talloc),
+    RV("apr pool", BENCH_PEER, bench_apr_unavailable, run_apr),
+    RV("talloc", BENCH_PEER, bench_talloc_unavailable, run_talloc),
     RV("obstack", BENCH_PEER, NULL, run_obstack),
     { 0 },
 };

@@ -232,12 +232,7 @@ static int run_talloc(const bench_args *args, bench_out *out)
     }
     return str_finish(&in, out);
 }
-#  define talloc_unavailable NULL
 #else
-static const char *talloc_unavailable(void)
-{
-    return "libtalloc (libtalloc-dev) not found at build time";
-}
 #  define run_talloc NULL
 #endif
 
@@ -270,12 +265,7 @@ static int run_apr(const bench_args *args, bench_out *out)
     apr_terminate();
     return str_finish(&in, out);
 }
-#  define apr_unavailable NULL
 #else
-static const char *apr_unavailable(void)
-{
-    return "libapr-1 (libapr1-dev) not found at build time";
-}
 #  define run_apr NULL
 #endif
 
@@ -285,7 +275,7 @@ const bench_variant bench_strings[] = {
     SV("malloc", BENCH_MALLOC, NULL, run_malloc),
     SV("memres arena", BENCH_MEMRES, NULL, run_arena),
     SV("obstack", BENCH_PEER, NULL, run_obstack),
-    SV("talloc", BENCH_PEER, talloc_unavailable, run_talloc),
-    SV("apr pool", BENCH_PEER, apr_unavailable, run_apr),
+    SV("talloc", BENCH_PEER, bench_talloc_unavailable, run_talloc),
+    SV("apr pool", BENCH_PEER, bench_apr_unavailable, run_apr),
     { 0 },
 };
