@@ -1,5 +1,6 @@
-/* bench/bench.h -- the interface between the benchmark harness (bench/main.c)
- * and the scenarios (bench/sc_*.c and bench/sc_*.cpp files).
+/* bench/bench.h -- the interface between the benchmark harness (main.c,
+ * registry.c, run.c, report.c) and the scenarios (bench/sc_*.c and
+ * bench/sc_*.cpp files).
  *
  * A scenario is one workload written once; a variant is that workload with one
  * way of allocating.  Every variant of a scenario must produce the same output
@@ -35,11 +36,7 @@ typedef struct bench_out {
     size_t   requested_bytes;      /* bytes the workload asked for at peak, when known; else 0 */
 } bench_out;
 
-void bench_printf(bench_out *o, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+void bench_printf(bench_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Keeps a value alive so the optimiser cannot delete the work. */
 #define BENCH_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")
@@ -65,7 +62,7 @@ typedef struct bench_variant {
     int (*run)(const bench_args *args, bench_out *out);
 } bench_variant;
 
-/* ---- services of the harness (bench/main.c) to the scenarios ---- */
+/* ---- services of the harness (bench/run.c) to the scenarios ---- */
 
 /* Restarts the wall clock and the instruction counter of this run: call it
  * once, after untimed setup (generating input, allocating result arrays) and
@@ -79,28 +76,20 @@ void bench_timing_start(void);
 int bench_run_program(char *const argv[], bench_out *out);
 
 /* The C++ compiler and library the C++ scenarios were built with (defined in
- * a C++ translation unit; the harness prints it with the results). */
+ * sc_binary_trees_pmr.cpp; the harness prints it with the results). */
 const char *bench_cxx_version(void);
 
-/* Extra tables beyond the list below: a file may define its own table and
- * register it with BENCH_REGISTER_TABLE(name) at file scope, no semicolon
- * after it (a constructor runs before main).  Rows of one scenario from
- * several tables are shown together, in the order the tables are listed,
- * registered ones last. */
-void bench_register_table(const bench_variant *table);
-#define BENCH_REGISTER_TABLE(table)                                               \
-    __attribute__((constructor)) static void bench_register_##table(void)        \
-    {                                                                            \
-        bench_register_table(table);                                             \
-    }
-
 /* The `unavailable` of rows that need a peer library found at build time
- * (BENCH_HAVE_APR, BENCH_HAVE_TALLOC): NULL when it was built in. */
+ * (BENCH_HAVE_APR, BENCH_HAVE_TALLOC): NULL when it was built in
+ * (bench/registry.c). */
 const char *bench_apr_unavailable(void);
 const char *bench_talloc_unavailable(void);
 
-/* Each scenario file defines one NULL-name-terminated table; main.c lists them
- * (weakly: a table whose file is not there yet is simply absent). */
+/* Each scenario file defines one NULL-name-terminated table (a C++ file with
+ * extern "C"), and bench/registry.c lists every table: a new scenario file
+ * adds its table here, there and to the source list in CMakeLists.txt.
+ * Rows of one scenario from several tables are shown together, in the order
+ * of that list. */
 extern const bench_variant bench_binary_trees[];
 extern const bench_variant bench_list[];
 extern const bench_variant bench_git_objects[];

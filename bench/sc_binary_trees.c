@@ -16,8 +16,6 @@
  *                            arena blocks = the pool's block size
  *   memres arena/pages       default block sizes over mr_page_resource()
  *   memres arena/huge pages  default block sizes over mr_page_resource_huge()
- *   memres arena/no count    "memres arena" built with MR_ARENA_NO_COUNT
- *                            (sc_binary_trees_nocount.c)
  *   memres objpool           mr_objpool_alloc per node, mr_objpool_reset per tree
  *   bump pointer             a hand-written inline bump pointer (one compare,
  *                            one add) over one malloc'd block that fits the
@@ -47,16 +45,8 @@
 #include <unistd.h>
 
 #include "memres/arena.h"
-#if defined(__has_include)
-#  if __has_include("memres/objpool.h")
-#    include "memres/objpool.h"
-#    define BT_HAVE_OBJPOOL 1
-#  endif
-#  if __has_include("memres/blocks.h")
-#    include "memres/blocks.h"
-#    define BT_HAVE_BLOCKS 1
-#  endif
-#endif
+#include "memres/blocks.h"
+#include "memres/objpool.h"
 #ifdef BENCH_HAVE_APR
 #  include <apr_general.h>
 #  include <apr_pools.h>
@@ -66,10 +56,6 @@
 #endif
 
 #include "sc_binary_trees.h"
-
-#ifndef BENCH_SOURCE_DIR
-#  define BENCH_SOURCE_DIR "."
-#endif
 
 void bt_oom(void)
 {
@@ -273,9 +259,17 @@ static inline bt_node *arena_node(mr_arena *a)
     return n;
 }
 
+typedef struct arena_ctx {
+    mr_arena *arena;
+    mr_arena_mark mark;
+} arena_ctx;
+
+#define ARENA_BEGIN(c) ((c)->mark = mr_arena_save((c)->arena))
+#define ARENA_END(c, t) mr_arena_rewind((c)->arena, (c)->mark)
+#define ARENA_HANDLE(c) ((c)->arena)
 BT_VARIANT_H(bt_arena, arena_ctx, mr_arena, ARENA_HANDLE, arena_node, ARENA_BEGIN, ARENA_END)
 
-void *bt_arena_ctx_with(const mr_arena_options *opts)
+static void *arena_ctx_with(const mr_arena_options *opts)
 {
     arena_ctx *c = calloc(1, sizeof *c);
     if (c && (c->arena = mr_arena_create(opts)) == NULL) {
@@ -285,14 +279,14 @@ void *bt_arena_ctx_with(const mr_arena_options *opts)
     return c;
 }
 
-void bt_arena_ctx_free(void *vc)
+static void arena_ctx_free(void *vc)
 {
     arena_ctx *c = vc;
     mr_arena_destroy(c->arena);
     free(c);
 }
 
-void bt_arena_stats(void *vc, size_t *held)
+static void arena_stats(void *vc, size_t *held)
 {
     mr_stats st;
     mr_arena_stats(((arena_ctx *)vc)->arena, &st);
@@ -303,11 +297,11 @@ static void *arena_default_new(void *shared, int max_depth)
 {
     (void)shared;
     (void)max_depth;
-    return bt_arena_ctx_with(NULL); /* the arena as users create it */
+    return arena_ctx_with(NULL); /* the arena as users create it */
 }
 
 static const bt_ops arena_ops = {
-    NULL, NULL, arena_default_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
+    NULL, NULL, arena_default_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
 };
 
 static int run_arena(const bench_args *args, bench_out *out)
@@ -315,7 +309,6 @@ static int run_arena(const bench_args *args, bench_out *out)
     return bt_run(&arena_ops, 1, args, out);
 }
 
-#ifdef BT_HAVE_BLOCKS
 static void *arena_blocks_new(void *shared, int max_depth)
 {
     (void)shared;
@@ -325,7 +318,7 @@ static void *arena_blocks_new(void *shared, int max_depth)
     o.upstream = mr_blocks_resource(b);
     o.block_size = mr_blocks_block_size(b);
     o.max_block_size = o.block_size;
-    return bt_arena_ctx_with(&o);
+    return arena_ctx_with(&o);
 }
 
 static void *arena_pages_new(void *shared, int max_depth)
@@ -334,7 +327,7 @@ static void *arena_pages_new(void *shared, int max_depth)
     (void)max_depth;
     mr_arena_options o = { 0 };
     o.upstream = mr_page_resource();
-    return bt_arena_ctx_with(&o);
+    return arena_ctx_with(&o);
 }
 
 static void *arena_huge_new(void *shared, int max_depth)
@@ -343,17 +336,17 @@ static void *arena_huge_new(void *shared, int max_depth)
     (void)max_depth;
     mr_arena_options o = { 0 };
     o.upstream = mr_page_resource_huge();
-    return bt_arena_ctx_with(&o);
+    return arena_ctx_with(&o);
 }
 
 static const bt_ops arena_blocks_ops = {
-    NULL, NULL, arena_blocks_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
+    NULL, NULL, arena_blocks_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
 };
 static const bt_ops arena_pages_ops = {
-    NULL, NULL, arena_pages_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
+    NULL, NULL, arena_pages_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
 };
 static const bt_ops arena_huge_ops = {
-    NULL, NULL, arena_huge_new, bt_arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, bt_arena_stats
+    NULL, NULL, arena_huge_new, arena_ctx_free, bt_arena_make, bt_arena_drop, bt_arena_trees, arena_stats
 };
 
 static int run_arena_blocks(const bench_args *args, bench_out *out)
@@ -368,20 +361,9 @@ static int run_arena_huge(const bench_args *args, bench_out *out)
 {
     return bt_run(&arena_huge_ops, 1, args, out);
 }
-#define blocks_unavailable NULL
-#else
-static const char *blocks_unavailable(void)
-{
-    return "memres/blocks.h not built in";
-}
-#  define run_arena_blocks NULL
-#  define run_arena_pages NULL
-#  define run_arena_huge NULL
-#endif
 
 /* ---- memres objpool, reset per tree ---- */
 
-#ifdef BT_HAVE_OBJPOOL
 typedef struct objpool_ctx {
     mr_objpool *pool;
 } objpool_ctx;
@@ -434,14 +416,6 @@ static int run_objpool(const bench_args *args, bench_out *out)
 {
     return bt_run(&objpool_ops, 1, args, out);
 }
-#  define objpool_unavailable NULL
-#else
-static const char *objpool_unavailable(void)
-{
-    return "memres/objpool.h not built in";
-}
-#  define run_objpool NULL
-#endif
 
 /* ---- hand-written bump pointer: the reference limit ---- */
 
@@ -768,10 +742,10 @@ static int run_rust(const bench_args *args, bench_out *out)
 const bench_variant bench_binary_trees[] = {
     BT("malloc", BENCH_MALLOC, true, NULL, run_malloc),
     BT("memres arena", BENCH_MEMRES, true, NULL, run_arena),
-    BT("memres arena/blocks", BENCH_MEMRES, true, blocks_unavailable, run_arena_blocks),
-    BT("memres arena/pages", BENCH_MEMRES, true, blocks_unavailable, run_arena_pages),
-    BT("memres arena/huge pages", BENCH_MEMRES, true, blocks_unavailable, run_arena_huge),
-    BT("memres objpool", BENCH_MEMRES, true, objpool_unavailable, run_objpool),
+    BT("memres arena/blocks", BENCH_MEMRES, true, NULL, run_arena_blocks),
+    BT("memres arena/pages", BENCH_MEMRES, true, NULL, run_arena_pages),
+    BT("memres arena/huge pages", BENCH_MEMRES, true, NULL, run_arena_huge),
+    BT("memres objpool", BENCH_MEMRES, true, NULL, run_objpool),
     BT("bump pointer", BENCH_LIMIT, true, NULL, run_bump),
     BT("bump pointer/huge pages", BENCH_LIMIT, true, NULL, run_bump_huge),
     BT("apr pool", BENCH_PEER, true, bench_apr_unavailable, run_apr),

@@ -68,10 +68,7 @@ int bt_run(const bt_ops *ops, int threaded, const bench_args *args, bench_out *o
 
 /* Dies with a message: an allocation failed (the workload does not
  * recover; the harness reports the run as failed). */
-#if defined(__GNUC__)
-__attribute__((noreturn, cold))
-#endif
-void bt_oom(void);
+__attribute__((noreturn, cold)) void bt_oom(void);
 
 /* BT_VARIANT_H(prefix, ctx type, handle type, HANDLE(c), ALLOC(h), BEGIN(c),
  * END(c, tree)) defines prefix_make, prefix_drop and prefix_trees: the same
@@ -120,21 +117,6 @@ void bt_oom(void);
     }
 #define BT_SELF(c) (c)
 #define BT_VARIANT(prefix, ctx_t, ALLOC, BEGIN, END) BT_VARIANT_H(prefix, ctx_t, ctx_t, BT_SELF, ALLOC, BEGIN, END)
-
-#ifdef MEMRES_ARENA_H
-/* The memres arena context (sc_binary_trees.c), shared with the
- * MR_ARENA_NO_COUNT variant (sc_binary_trees_nocount.c). */
-typedef struct arena_ctx {
-    mr_arena *arena;
-    mr_arena_mark mark;
-} arena_ctx;
-#define ARENA_BEGIN(c) ((c)->mark = mr_arena_save((c)->arena))
-#define ARENA_END(c, t) mr_arena_rewind((c)->arena, (c)->mark)
-#define ARENA_HANDLE(c) ((c)->arena)
-void *bt_arena_ctx_with(const mr_arena_options *opts);
-void  bt_arena_ctx_free(void *ctx);
-void  bt_arena_stats(void *ctx, size_t *held);
-#endif
 
 /* The std::pmr variants (sc_binary_trees_pmr.cpp). */
 extern const bt_ops bt_pmr_monotonic_ops;

@@ -143,13 +143,6 @@ static int run_malloc(const bench_args *args, bench_out *out)
 
 /* ---- memres pools ---- */
 
-#if defined(__has_include)
-#  if __has_include("memres/pools.h")
-#    define CHURN_HAVE_POOLS 1
-#  endif
-#endif
-
-#if defined(CHURN_HAVE_POOLS)
 static int run_pools(const bench_args *args, bench_out *out)
 {
     mr_pools *pl = mr_pools_create(NULL);
@@ -157,15 +150,14 @@ static int run_pools(const bench_args *args, bench_out *out)
         return 1;
     churn_result res;
     int rc;
-#  define POOLS_ALLOC(n) mr_pools_alloc(pl, (n), CHURN_ALIGN)
-#  define POOLS_FREE(p, n) mr_pools_free(pl, (p), (n), CHURN_ALIGN)
+#define POOLS_ALLOC(n) mr_pools_alloc(pl, (n), CHURN_ALIGN)
+#define POOLS_FREE(p, n) mr_pools_free(pl, (p), (n), CHURN_ALIGN)
     CHURN_LOOP(args, res, rc, POOLS_ALLOC, POOLS_FREE);
     mr_stats s;
     mr_pools_stats(pl, &s);
     mr_pools_destroy(pl);
     return rc != 0 ? rc : churn_finish(args, out, &res, s.peak_held);
 }
-#endif
 
 /* ---- std::pmr (sc_churn_pmr.cpp) ---- */
 
@@ -181,9 +173,7 @@ int bench_churn_finish(const bench_args *args, bench_out *out, uint64_t sum, siz
 
 const bench_variant bench_churn[] = {
     {"churn", "malloc", BENCH_MALLOC, false, NULL, run_malloc},
-#if defined(CHURN_HAVE_POOLS)
     {"churn", "memres pools", BENCH_MEMRES, false, NULL, run_pools},
-#endif
     {"churn", "pmr unsync pool", BENCH_PEER, false, NULL, bench_churn_run_pmr_unsync},
     {"churn", "pmr sync pool", BENCH_PEER, false, NULL, bench_churn_run_pmr_sync},
     {NULL, NULL, BENCH_MEMRES, false, NULL, NULL},

@@ -151,13 +151,6 @@ static int run_malloc(const bench_args *args, bench_out *out)
     return rc;
 }
 
-#if defined(__has_include)
-#  if __has_include("memres/objpool.h")
-#    define GIT_HAVE_OBJPOOL 1
-#  endif
-#endif
-
-#if defined(GIT_HAVE_OBJPOOL)
 /* ---- one objpool per type ---- */
 
 static int run_objpool(const bench_args *args, bench_out *out, bool reset)
@@ -208,7 +201,6 @@ done:
 
 static int run_objpool_free(const bench_args *args, bench_out *out) { return run_objpool(args, out, false); }
 static int run_objpool_reset(const bench_args *args, bench_out *out) { return run_objpool(args, out, true); }
-#endif
 
 /* ---- one arena for every type ---- */
 
@@ -246,10 +238,8 @@ done:
 
 const bench_variant bench_git_objects[] = {
     {"git-objects", "malloc", BENCH_MALLOC, false, NULL, run_malloc},
-#if defined(GIT_HAVE_OBJPOOL)
     {"git-objects", "memres objpool (free)", BENCH_MEMRES, false, NULL, run_objpool_free},
     {"git-objects", "memres objpool (reset)", BENCH_MEMRES, false, NULL, run_objpool_reset},
-#endif
     {"git-objects", "memres arena", BENCH_MEMRES, false, NULL, run_arena},
     {NULL, NULL, BENCH_MEMRES, false, NULL, NULL},
 };

@@ -15,8 +15,7 @@
  *                                   indirect calls per node;
  *     memres arena_allocator        std::list<int, memres::arena_allocator>:
  *                                   no virtual call at all;
- *     memres pools (pmr)            over memres::pools::pmr(), when pools.h
- *                                   is built;
+ *     memres pools (pmr)            over memres::pools::pmr();
  * plus the same work as a plain C singly linked list with a tail pointer:
  * malloc/free per node vs mr_arena_alloc with a reset per round.
  *
@@ -269,7 +268,6 @@ int run_memres_arena_allocator(const bench_args *args, bench_out *out)
     });
 }
 
-#if defined(MEMRES_HPP_HAS_POOLS)
 int run_memres_pools_pmr(const bench_args *args, bench_out *out)
 {
     return guarded(out, [&] {
@@ -285,7 +283,6 @@ int run_memres_pools_pmr(const bench_args *args, bench_out *out)
         return finish(out, p, c, node_bytes, pl.stats().peak_held);
     });
 }
-#endif
 
 /* ---- the same work as a plain C list ---- */
 
@@ -373,9 +370,7 @@ extern "C" const bench_variant bench_list[] = {
     {"list", "memres arena (pmr)", BENCH_MEMRES, false, nullptr, run_memres_arena_pmr},
     {"list", "memres arena (mr_resource)", BENCH_MEMRES, false, nullptr, run_memres_arena_generic},
     {"list", "memres arena_allocator", BENCH_MEMRES, false, nullptr, run_memres_arena_allocator},
-#if defined(MEMRES_HPP_HAS_POOLS)
     {"list", "memres pools (pmr)", BENCH_MEMRES, false, nullptr, run_memres_pools_pmr},
-#endif
     {"list", "C list, malloc", BENCH_MALLOC, false, nullptr, run_c_list_malloc},
     {"list", "C list, memres arena", BENCH_MEMRES, false, nullptr, run_c_list_arena},
     {nullptr, nullptr, BENCH_MEMRES, false, nullptr, nullptr},

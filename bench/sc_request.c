@@ -22,12 +22,7 @@
 #include <string.h>
 
 #include "memres/arena.h"
-#if defined(__has_include)
-#  if __has_include("memres/pools.h")
-#    include "memres/pools.h"
-#    define RQ_HAVE_POOLS 1
-#  endif
-#endif
+#include "memres/pools.h"
 #ifdef BENCH_HAVE_APR
 #  include <apr_general.h>
 #  include <apr_pools.h>
@@ -180,7 +175,6 @@ static int run_arena(const bench_args *args, bench_out *out)
 
 /* ---- memres pools, sized free of each block ---- */
 
-#ifdef RQ_HAVE_POOLS
 static int run_pools(const bench_args *args, bench_out *out)
 {
     static rq_state st;
@@ -190,8 +184,8 @@ static int run_pools(const bench_args *args, bench_out *out)
     mr_pools *pools = mr_pools_create(&o);
     if (pools == NULL)
         return rq_oom("mr_pools_create");
-#  define POOLS_ALLOC(size) mr_pools_alloc(pools, size, MR_ARENA_ALIGN)
-#  define POOLS_FREE(q, size) mr_pools_free(pools, q, size, MR_ARENA_ALIGN)
+#define POOLS_ALLOC(size) mr_pools_alloc(pools, size, MR_ARENA_ALIGN)
+#define POOLS_FREE(q, size) mr_pools_free(pools, q, size, MR_ARENA_ALIGN)
     RQ_LOOP(&st, POOLS_ALLOC, POOLS_FREE, (void)0, mr_pools_destroy(pools); return rq_oom("mr_pools_alloc"))
     mr_stats ms;
     mr_pools_stats(pools, &ms);
@@ -199,14 +193,6 @@ static int run_pools(const bench_args *args, bench_out *out)
     mr_pools_destroy(pools);
     return rq_finish(&st, out);
 }
-#  define pools_unavailable NULL
-#else
-static const char *pools_unavailable(void)
-{
-    return "memres/pools.h not built in";
-}
-#  define run_pools NULL
-#endif
 
 /* ---- APR pool, cleared per request ---- */
 
@@ -273,7 +259,7 @@ static int run_obstack(const bench_args *args, bench_out *out)
 const bench_variant bench_request[] = {
     RV("malloc", BENCH_MALLOC, NULL, run_malloc),
     RV("memres arena", BENCH_MEMRES, NULL, run_arena),
-    RV("memres pools", BENCH_MEMRES, pools_unavailable, run_pools),
+    RV("memres pools", BENCH_MEMRES, NULL, run_pools),
     RV("apr pool", BENCH_PEER, bench_apr_unavailable, run_apr),
     RV("talloc", BENCH_PEER, bench_talloc_unavailable, run_talloc),
     RV("obstack", BENCH_PEER, NULL, run_obstack),
