@@ -2,8 +2,8 @@
 set(MEMRES_C_WARNINGS
   -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
   -Wconversion -Wsign-conversion -Wpointer-arith -Wcast-align -Wformat=2
-  -Wundef -Wvla -Wno-unused-parameter)
-set(MEMRES_CXX_WARNINGS -Wall -Wextra -Wshadow -Wno-unused-parameter)
+  -Wundef -Wvla)
+set(MEMRES_CXX_WARNINGS -Wall -Wextra -Wshadow)
 
 function(memres_target_warnings target)
   target_compile_options(${target} PRIVATE

@@ -28,8 +28,10 @@
  * which later large requests are served first-fit (a miss returns one spare
  * upstream, so spares cannot pile up across cycles).
  *
- * Invariants (checked by mr_arena_check):
+ * Invariants (checked by mr_arena_check; the last three are the ledger's,
+ * src/ledger.h, with the limit as its cap):
  *   data(cur) <= hot.ptr <= hot.end = end(cur), both MR_ARENA_ALIGN-aligned
+ *   block_size <= next_size <= max_block_size
  *   held == header_size + sum of owned block sizes (chain, big, big_spare)
  *   upstream_allocations - upstream_deallocations == owned blocks + (header_size != 0)
  *   held <= limit (when a limit is set), peak_held >= held
@@ -38,13 +40,14 @@
  * Cleanup records are allocated in the arena itself, so they live exactly as
  * long as what they follow; marks remember the newest record.
  *
- * Huge pages by default.  When the upstream is the malloc resource (the
- * default), blocks of MR_HUGE_PAGE_SIZE and more are mapped from
- * mr_page_resource_huge() instead: glibc would mmap blocks that large anyway,
- * and this mapping is 2 MiB-aligned and advised for transparent huge pages,
- * which cuts first-touch faults 512-fold and TLB misses for big arenas.
- * Small arenas never grow blocks that large, so their RSS is unchanged.  Any
- * other upstream is used as given.
+ * Huge pages by default.  Under the rule of memres/pages.h (huge_pages
+ * AUTO and the malloc resource as upstream, the default), blocks of
+ * MR_HUGE_PAGE_SIZE and more are mapped from mr_page_resource_huge()
+ * instead: glibc would mmap blocks that large anyway, and this mapping is
+ * 2 MiB-aligned and advised for transparent huge pages, which cuts
+ * first-touch faults 512-fold and TLB misses for big arenas.  Small arenas
+ * never grow blocks that large, so their RSS is unchanged.  The choice is
+ * made once, at create (big_source).
  *
  * Not supported: individual free (the resource view frees only the newest
  * allocation), thread safety (one arena per thread), shrinking the block
@@ -54,14 +57,15 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ledger.h"
 #include "memres/arena.h"
-#include "memres/blocks.h"
+#include "os.h"
 #include "track.h"
 
 #define ALIGN MR_ARENA_ALIGN
 #define DEFAULT_BLOCK_SIZE ((size_t)4096)
 #define DEFAULT_MAX_BLOCK_SIZE ((size_t)2 << 20)
-#define MIN_BLOCK_SIZE ((size_t)256)
+#define MIN_BLOCK_SIZE ((size_t)256) /* the floor arena.h documents for block_size */
 #define DEDICATED_SCAN 16 /* spare dedicated blocks looked at per large request */
 
 typedef struct mri_arena_block {
@@ -71,7 +75,8 @@ typedef struct mri_arena_block {
     size_t owned;  /* 1: from upstream; 0: the caller's buffer */
 } block;
 
-#define HDR mri_align_up_nocheck(sizeof(block), ALIGN)
+#define HDR ((sizeof(block) + ALIGN - 1) & ~(ALIGN - 1))
+
 
 typedef struct mri_arena_cleanup {
     struct mri_arena_cleanup *prev;
@@ -83,11 +88,11 @@ struct mr_arena {
     struct mri_arena_hot hot; /* first: read by the inline fast path */
     mr_resource resource;     /* the mr_arena_resource() view */
     mr_resource *upstream;
-    bool huge;        /* blocks >= MR_HUGE_PAGE_SIZE from the huge-page source */
+    mr_resource *big_source;  /* where blocks >= MR_HUGE_PAGE_SIZE come from */
     block *head;      /* chain in order of use; up to hot.cur in use, after it spare */
     block *big_spare; /* dedicated blocks kept for reuse */
-    size_t block_size, next_size, max_block_size, limit;
-    size_t held, peak_held, upstream_allocations, upstream_deallocations;
+    size_t block_size, next_size, max_block_size;
+    mri_ledger ledger;  /* upstream accounting; its cap is the limit */
     size_t header_size; /* bytes of this header from upstream; 0 when carved from a buffer */
     void *buffer;       /* the caller's buffer (unpoisoned on destroy) */
     size_t buffer_size;
@@ -125,20 +130,16 @@ static bool round_block(size_t n, size_t *out)
 /* Where a block of this size comes from and goes back to. */
 static inline mr_resource *source_of(const mr_arena *a, size_t size)
 {
-    return a->huge && size >= MR_HUGE_PAGE_SIZE ? mr_page_resource_huge() : a->upstream;
+    return size >= MR_HUGE_PAGE_SIZE ? a->big_source : a->upstream;
 }
 
 static block *new_block(mr_arena *a, size_t size)
 {
-    if (a->limit != 0 && (size > a->limit || a->held > a->limit - size))
-        return mri_fail(ENOMEM);
-    block *b = mr_allocate(source_of(a, size), size, ALIGN);
+    MR_ASSERT_INTERNAL(size >= HDR + ALIGN && size <= MRI_MAX_SIZE);
+    block *b = mri_ledger_allocate(&a->ledger, source_of(a, size), size, ALIGN);
     if (MR_UNLIKELY(b == NULL))
         return mri_fail(ENOMEM);
-    a->upstream_allocations++;
-    a->held += size;
-    if (a->held > a->peak_held)
-        a->peak_held = a->held;
+    MR_ASSERT_INTERNAL(((uintptr_t)b & (ALIGN - 1)) == 0);
     b->next = NULL;
     b->size = size;
     b->top = data_of(b);
@@ -153,9 +154,7 @@ static void free_block(mr_arena *a, block *b)
         return;
     size_t size = b->size;
     mri_track_unpoison(b, size);
-    a->held -= size;
-    a->upstream_deallocations++;
-    mr_deallocate(source_of(a, size), b, size, ALIGN);
+    mri_ledger_deallocate(&a->ledger, source_of(a, size), b, size, ALIGN);
 }
 
 static void free_list(mr_arena *a, block *b)
@@ -169,6 +168,7 @@ static void free_list(mr_arena *a, block *b)
 
 static inline void set_current(mr_arena *a, block *b, uintptr_t ptr)
 {
+    MR_ASSERT_INTERNAL(ptr >= data_of(b) && ptr <= end_of(b) && (end_of(b) - ptr) % ALIGN == 0);
     a->hot.cur = b;
     a->hot.ptr = ptr;
     a->hot.end = end_of(b);
@@ -193,6 +193,7 @@ static inline void restart(mr_arena *a)
 
 static void *bump(mr_arena *a, uintptr_t p, size_t size, size_t rsize)
 {
+    MR_ASSERT_INTERNAL(p >= a->hot.ptr && rsize <= a->hot.end - p && p % ALIGN == 0);
     a->hot.ptr = p + rsize;
     a->hot.allocations++;
     mri_track_unpoison(p, size);
@@ -231,6 +232,7 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
             return NULL;
     }
     uintptr_t p = mri_align_ptr(data_of(b), align);
+    MR_ASSERT_INTERNAL(p + rsize <= end_of(b));
     b->top = p + rsize;
     b->next = a->hot.big;
     a->hot.big = b;
@@ -247,7 +249,16 @@ static size_t next_growth(size_t cur, size_t max)
     return n;
 }
 
+static void *alloc_slow(mr_arena *a, size_t size, size_t align);
+
 MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align)
+{
+    void *p = alloc_slow(a, size, align);
+    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
+    return p;
+}
+
+static void *alloc_slow(mr_arena *a, size_t size, size_t align)
 {
     if (MR_UNLIKELY(!mri_is_pow2(align)))
         return mri_fail(EINVAL);
@@ -269,9 +280,9 @@ MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t a
 
     block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
     if (b == NULL || fit_in(data_of(b), end_of(b), rsize, align) == 0) {
-        size_t bsize = a->next_size;
-        if (a->limit != 0 && bsize > a->limit - a->held) {
-            size_t room = a->limit - a->held, page = mri_os_page_size();
+        size_t bsize = a->next_size, room = mri_ledger_room(&a->ledger);
+        if (bsize > room) {
+            size_t page = mri_os_page_size();
             bsize = room & ~(room < page ? (size_t)63 : page - 1); /* the most the limit allows */
             if (bsize < HDR + need)
                 return mri_fail(ENOMEM);
@@ -301,72 +312,92 @@ MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t a
 
 static void *view_allocate(mr_resource *self, size_t size, size_t align);
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
-static const struct mr_resource_ops arena_ops = {view_allocate, view_deallocate, NULL};
+static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
+
+/* The header and the first block carved from a caller's buffer: the
+ * buffer's first MR_ARENA_BUFFER_MIN bytes always hold both. */
+_Static_assert(alignof(struct mr_arena) - 1 + sizeof(struct mr_arena) + ALIGN - 1 + HDR + ALIGN <= MR_ARENA_BUFFER_MIN,
+               "MR_ARENA_BUFFER_MIN holds the header and one aligned object");
+
+/* Block sizes from the options: defaults, the MIN_BLOCK_SIZE floor, the cap
+ * raised to the first size, both rounded as every block is.  false on
+ * options no arena can honour. */
+static bool growth_sizes(const mr_arena_options *o, size_t *first, size_t *max)
+{
+    if (o->block_size != 0 && o->max_block_size != 0 && o->block_size > o->max_block_size)
+        return false;
+    size_t bs = o->block_size != 0 ? o->block_size : DEFAULT_BLOCK_SIZE;
+    size_t mx = o->max_block_size != 0 ? o->max_block_size : DEFAULT_MAX_BLOCK_SIZE;
+    if (o->max_block_size == 0 && mx < bs)
+        mx = bs;
+    if (o->block_size == 0 && bs > mx)
+        bs = mx;
+    if (bs < MIN_BLOCK_SIZE)
+        bs = MIN_BLOCK_SIZE;
+    if (mx < bs)
+        mx = bs;
+    return round_block(bs, first) && round_block(mx, max);
+}
+
+/* Carves the header and the first block (the rest) from the caller's
+ * buffer.  NULL when the buffer cannot hold them. */
+static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
+{
+    uintptr_t start = (uintptr_t)buffer, end = start + buffer_size;
+    uintptr_t ha = mri_align_ptr(start, alignof(mr_arena));
+    uintptr_t ba = mri_align_ptr(ha + sizeof(mr_arena), ALIGN);
+    if (buffer_size < MR_ARENA_BUFFER_MIN || end < start || ha < start || ba < ha || ba > end || end - ba < HDR + ALIGN)
+        return NULL;
+    block *b = (block *)ba;
+    b->next = NULL;
+    b->size = (size_t)(end - ba);
+    b->top = data_of(b);
+    b->owned = 0;
+    *first = b;
+    return (mr_arena *)ha;
+}
 
 MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
 {
     mr_arena_options o = {0};
     if (opts != NULL)
         o = *opts;
-    if ((o.buffer == NULL) != (o.buffer_size == 0))
-        return mri_fail(EINVAL);
-    if (o.block_size != 0 && o.max_block_size != 0 && o.block_size > o.max_block_size)
-        return mri_fail(EINVAL);
-
-    size_t bs = o.block_size != 0 ? o.block_size : DEFAULT_BLOCK_SIZE;
-    size_t mx = o.max_block_size != 0 ? o.max_block_size : DEFAULT_MAX_BLOCK_SIZE;
-    if (o.max_block_size == 0 && mx < bs)
-        mx = bs;
-    if (o.block_size == 0 && bs > mx)
-        bs = mx;
-    if (bs < MIN_BLOCK_SIZE)
-        bs = MIN_BLOCK_SIZE;
-    if (mx < bs)
-        mx = bs;
-    if (!round_block(bs, &bs) || !round_block(mx, &mx))
+    size_t bs, mx;
+    if ((o.buffer == NULL) != (o.buffer_size == 0) || (unsigned)o.huge_pages > MR_HUGE_PAGES_OFF ||
+        !growth_sizes(&o, &bs, &mx))
         return mri_fail(EINVAL);
 
     mr_resource *up = o.upstream != NULL ? o.upstream : mr_get_default_resource();
+    mri_ledger ledger = {.limit = o.limit};
     mr_arena *a;
     block *first = NULL;
     size_t header_size = 0;
     if (o.buffer != NULL) {
-        uintptr_t start = (uintptr_t)o.buffer, end = start + o.buffer_size;
-        uintptr_t ha = mri_align_ptr(start, alignof(mr_arena));
-        uintptr_t ba = mri_align_ptr(ha + sizeof(mr_arena), ALIGN);
-        if (end < start || ha < start || ba < ha || ba > end || end - ba < HDR + ALIGN)
+        a = carve_buffer(o.buffer, o.buffer_size, &first);
+        if (a == NULL)
             return mri_fail(EINVAL);
-        a = (mr_arena *)ha;
-        first = (block *)ba;
-        first->next = NULL;
-        first->size = (size_t)(end - ba);
-        first->top = data_of(first);
-        first->owned = 0;
     } else {
         header_size = sizeof(mr_arena);
-        if (o.limit != 0 && header_size > o.limit)
-            return mri_fail(ENOMEM);
-        a = mr_allocate(up, header_size, alignof(mr_arena));
+        a = mri_ledger_allocate(&ledger, up, header_size, alignof(mr_arena));
         if (a == NULL)
             return mri_fail(ENOMEM);
     }
 
     memset(a, 0, sizeof *a);
-    a->resource.ops = &arena_ops;
+    a->resource.ops = &view_ops;
     a->upstream = up;
-    a->huge = up == mr_malloc_resource();
+    a->big_source = mri_os_block_source(up, o.huge_pages, MR_HUGE_PAGE_SIZE);
     a->head = first;
     a->block_size = a->next_size = bs;
     a->max_block_size = mx;
-    a->limit = o.limit;
+    a->ledger = ledger;
     a->header_size = header_size;
-    a->held = a->peak_held = header_size;
-    a->upstream_allocations = header_size != 0;
     a->buffer = o.buffer;
     a->buffer_size = o.buffer_size;
     if (first != NULL)
         mri_track_poison(data_of(first), first->size - HDR);
     restart(a);
+    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
     return a;
 }
 
@@ -399,6 +430,8 @@ MR_API void mr_arena_release(mr_arena *a)
     a->head = keep;
     a->next_size = a->block_size;
     restart(a);
+    MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
+    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
 }
 
 MR_API void mr_arena_destroy(mr_arena *a)
@@ -407,9 +440,8 @@ MR_API void mr_arena_destroy(mr_arena *a)
         return;
     mr_arena_release(a);
     if (a->header_size != 0) {
-        mr_resource *up = a->upstream;
-        size_t size = a->header_size;
-        mr_deallocate(up, a, size, alignof(mr_arena));
+        mri_ledger ledger = a->ledger; /* the header goes: count on a copy */
+        mri_ledger_deallocate(&ledger, a->upstream, a, a->header_size, alignof(mr_arena));
     } else {
         mri_track_unpoison(a->buffer, a->buffer_size);
     }
@@ -421,8 +453,8 @@ static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, block *mbig, clean
 {
     run_cleanups(a, mcleanups);
     while (a->hot.big != mbig) {
-        MR_ASSERT(a->hot.big != NULL, "mr_arena_rewind: the mark is not from this arena, or lies after an earlier rewind");
-        if (a->hot.big == NULL)
+        if (MRI_MISUSE(a->hot.big == NULL, mbig,
+                       "mr_arena_rewind: the mark is not from this arena, or lies after an earlier rewind"))
             break;
         block *b = a->hot.big;
         a->hot.big = b->next;
@@ -434,26 +466,31 @@ static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, block *mbig, clean
         for (block *b = mb != NULL ? mb->next : a->head; b != NULL; b = b->next)
             mri_track_poison(data_of(b), b->size - HDR);
     }
-    if (mb != NULL) {
-        MR_ASSERT(mptr >= data_of(mb) && mptr <= end_of(mb), "mr_arena_rewind: the mark is not from this arena");
+    if (mb != NULL && !MRI_MISUSE(mptr < data_of(mb) || mptr > end_of(mb) || mptr % ALIGN != 0, (void *)mptr,
+                                  "mr_arena_rewind: the mark is not from this arena")) {
         mri_track_poison(mptr, end_of(mb) - mptr);
         set_current(a, mb, mptr);
     } else {
         restart(a);
     }
+    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
+}
+
+/* Is b a block in use (the chain up to cur)?  O(blocks in use). */
+static bool in_use_block(const mr_arena *a, const block *b)
+{
+    for (const block *q = a->head; q != NULL; q = q->next) {
+        if (q == b)
+            return true;
+        if (q == a->hot.cur)
+            break;
+    }
+    return false;
 }
 
 MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
 {
-#if MR_DEBUG >= 3
-    bool found = m.mri_block == NULL;
-    for (block *b = a->head; b != NULL && !found; b = b->next) {
-        found = b == m.mri_block;
-        if (b == a->hot.cur)
-            break;
-    }
-    MR_ASSERT_EXPENSIVE(found);
-#endif
+    MR_ASSERT_EXPENSIVE(m.mri_block == NULL || in_use_block(a, m.mri_block));
     rewind_to(a, m.mri_block, m.mri_ptr, m.mri_big, m.mri_cleanups);
 }
 
@@ -488,12 +525,6 @@ MR_API void *mr_arena_calloc(mr_arena *a, size_t count, size_t size)
     return p;
 }
 
-/* Is p (of rsize rounded bytes) the newest allocation of the current block? */
-static inline bool is_newest(const mr_arena *a, uintptr_t p, size_t rsize)
-{
-    return a->hot.cur != NULL && p >= data_of(a->hot.cur) && p <= a->hot.ptr && a->hot.ptr - p == rsize;
-}
-
 MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_size)
 {
     if (p == NULL)
@@ -501,8 +532,7 @@ MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_
     if (new_size > MRI_MAX_SIZE)
         return mri_fail(ENOMEM);
     uintptr_t up = (uintptr_t)p;
-    size_t rold;
-    if (mri_align_up(old_size, ALIGN, &rold) && is_newest(a, up, rold)) {
+    if (mri_arena_is_newest(a, p, old_size)) {
         size_t rnew = mri_align_up_nocheck(new_size, ALIGN);
         if (rnew <= a->hot.end - up) {
             if (new_size > old_size)
@@ -580,22 +610,23 @@ MR_API char *mr_arena_sprintf(mr_arena *a, const char *fmt, ...)
 
 /* ---- the resource view ---- */
 
-#define ARENA_OF(r) ((mr_arena *)(void *)((char *)(r) - offsetof(mr_arena, resource)))
-
 static void *view_allocate(mr_resource *self, size_t size, size_t align)
 {
-    return mr_arena_alloc_aligned(ARENA_OF(self), size, align);
+    return mr_arena_alloc_aligned(mri_container_of(self, mr_arena, resource), size, align);
+}
+
+MR_API void mri_arena_free_newest_slow(mr_arena *a, void *p, size_t size)
+{
+    if (mri_arena_is_newest(a, p, size)) {
+        mri_track_poison(p, mri_align_up_nocheck(size, ALIGN));
+        a->hot.ptr = (uintptr_t)p;
+    }
 }
 
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align)
 {
     (void)align;
-    mr_arena *a = ARENA_OF(self);
-    size_t rsize;
-    if (mri_align_up(size, ALIGN, &rsize) && is_newest(a, (uintptr_t)p, rsize)) {
-        mri_track_poison(p, rsize);
-        a->hot.ptr = (uintptr_t)p;
-    }
+    mri_arena_free_newest_slow(mri_container_of(self, mr_arena, resource), p, size);
 }
 
 MR_API mr_resource *mr_arena_resource(mr_arena *a) { return &a->resource; }
@@ -616,24 +647,14 @@ MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
     }
     for (const block *b = a->hot.big; b != NULL; b = b->next)
         in_use += b->top - data_of(b);
+    mri_ledger_stats(&a->ledger, out);
     out->in_use = in_use;
-    out->held = a->held;
-    out->peak_held = a->peak_held;
     out->allocations = a->hot.allocations;
-    out->upstream_allocations = a->upstream_allocations;
-    out->upstream_deallocations = a->upstream_deallocations;
 }
 
-#define CHECK(cond, ...)                                       \
-    do {                                                       \
-        if (!(cond)) {                                         \
-            fprintf(stderr, "mr_arena_check: " __VA_ARGS__);   \
-            fputc('\n', stderr);                               \
-            return false;                                      \
-        }                                                      \
-    } while (0)
+#define CHECK(cond, ...) MRI_VERIFY(cond, "mr_arena_check", (const void *)a, __VA_ARGS__)
 
-static bool check_list(const block *b, size_t *held, size_t *owned, bool dedicated)
+static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *owned, bool dedicated)
 {
     for (; b != NULL; b = b->next) {
         CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
@@ -649,29 +670,26 @@ static bool check_list(const block *b, size_t *held, size_t *owned, bool dedicat
 
 MR_API bool mr_arena_check(const mr_arena *a)
 {
+    if (a == NULL) {
+        mri_verify_report("mr_arena_check", a, "arena is NULL");
+        return false;
+    }
     size_t held = a->header_size, owned = a->header_size != 0;
     CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
     CHECK((a->hot.end - a->hot.ptr) % ALIGN == 0, "free space %ju not a multiple of %zu",
           (uintmax_t)(a->hot.end - a->hot.ptr), ALIGN);
     if (a->hot.cur != NULL) {
-        bool found = false;
-        for (const block *b = a->head; b != NULL && !found; b = b->next)
-            found = b == a->hot.cur;
-        CHECK(found, "current block %p not in the chain", (const void *)a->hot.cur);
+        CHECK(in_use_block(a, a->hot.cur), "current block %p not in the chain", (const void *)a->hot.cur);
         CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end == end_of(a->hot.cur), "bump pointer outside the current block");
         CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
     } else {
         CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
     }
-    if (!check_list(a->head, &held, &owned, false) || !check_list(a->hot.big, &held, &owned, true) ||
-        !check_list(a->big_spare, &held, &owned, false))
+    if (!check_list(a, a->head, &held, &owned, false) || !check_list(a, a->hot.big, &held, &owned, true) ||
+        !check_list(a, a->big_spare, &held, &owned, false))
         return false;
-    CHECK(held == a->held, "held %zu but blocks add up to %zu", a->held, held);
-    CHECK(a->upstream_allocations - a->upstream_deallocations == owned,
-          "%zu upstream allocations - %zu deallocations != %zu owned blocks", a->upstream_allocations,
-          a->upstream_deallocations, owned);
-    CHECK(a->peak_held >= a->held, "peak %zu below held %zu", a->peak_held, a->held);
-    CHECK(a->limit == 0 || a->held <= a->limit, "held %zu above limit %zu", a->held, a->limit);
+    if (!mri_ledger_verify(&a->ledger, "mr_arena_check", a, held, owned))
+        return false;
     CHECK(a->next_size >= a->block_size && a->next_size <= a->max_block_size, "growth size %zu outside [%zu, %zu]",
           a->next_size, a->block_size, a->max_block_size);
     return true;

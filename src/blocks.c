@@ -30,16 +30,19 @@
  * take back blocks cached in other threads.  They lock on every get and put;
  * a block is 64 KiB of work, so an uncontended mutex is noise.
  *
- * Invariants (under the pool's lock; Σ over the shared pool's live caches):
+ * Invariants (under the pool's lock; Σ over the shared pool's live caches;
+ * the ledger is src/ledger.h):
  *   nheld == nfree + Σ tc.count + blocks the callers hold
  *   nfree <= max_free_blocks                       (max_free honoured)
+ *   ledger.held == nheld * block_size + large_bytes
  *   upstream_allocations - upstream_deallocations == nheld + nlarge
  *   every block address % block_size == 0
  * Requests through the resource view that exceed a block (size or align)
  * go to the upstream and are only counted (nlarge, large_bytes): their size
  * tells deallocate where they belong.
  *
- * Lock order.  Each pool has one mutex, b->lock.  The pool calls its
+ * Lock order.  Each pool has one mutex, b->lock; functions that must run
+ * with it held end in _locked and assert it (MR_DEBUG >= 2).  The pool calls its
  * upstream only with b->lock held (so the upstream needs no thread safety of
  * its own); when that upstream is another pool's resource, this pool's lock
  * is taken before the other's -- a pool must never be its own upstream,
@@ -66,6 +69,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ledger.h"
 #include "memres/blocks.h"
 #include "os.h"
 #include "track.h"
@@ -83,10 +87,6 @@
 #  define TLS_MODEL
 #endif
 
-typedef struct free_block {
-    struct free_block *next;
-} free_block;
-
 enum { TC_FRESH = 0, TC_LIVE, TC_DEAD };
 
 typedef struct tcache {
@@ -99,33 +99,35 @@ typedef struct tcache {
 } tcache;
 
 struct mr_blocks {
-    mr_resource resource;       /* first: mr_blocks_resource(b) == &b->resource */
+    mr_resource resource;       /* the mr_blocks_resource() view */
     size_t block_size;
     size_t max_free_blocks;     /* max_free / block_size */
-    mr_resource *upstream;      /* never NULL */
+    mr_resource *upstream;      /* never NULL once reachable */
+    mr_resource *block_source;  /* where blocks come from: upstream, or the
+                                   huge-page source (memres/pages.h) */
     bool shared;                /* the process-wide pool: has per-thread caches */
     pthread_mutex_t lock;
     /* everything below: under lock */
-    free_block *free;           /* cached blocks, LIFO */
+    void *free;                 /* cached blocks, LIFO, linked through their first word */
     size_t nfree;               /* blocks on free */
     size_t nheld;               /* blocks held from the upstream */
     size_t nlarge, large_bytes; /* passed-through requests outstanding */
-    size_t peak_held;           /* bytes */
     size_t gets;                /* successful gets on the locked path + large allocations */
-    size_t upstream_allocations, upstream_deallocations;
+    mri_ledger ledger;          /* bytes and calls upstream (the header excluded) */
     tcache *threads;            /* live per-thread caches (shared pool only) */
     size_t retired_hits;        /* hits of caches whose threads exited */
 };
 
-static void *blocks_allocate(mr_resource *self, size_t size, size_t align);
-static void blocks_deallocate(mr_resource *self, void *p, size_t size, size_t align);
-static const struct mr_resource_ops blocks_ops = {blocks_allocate, blocks_deallocate, NULL};
+static void *view_allocate(mr_resource *self, size_t size, size_t align);
+static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
+static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
 
+/* The upstreams are set by tc_init_once, which mr_blocks_shared() -- the
+ * only way to reach this pool -- runs first. */
 static mr_blocks shared_pool = {
-    .resource = {&blocks_ops},
+    .resource = {&view_ops},
     .block_size = MR_BLOCKS_DEFAULT_SIZE,
     .max_free_blocks = MR_BLOCKS_DEFAULT_MAX_FREE / MR_BLOCKS_DEFAULT_SIZE,
-    .upstream = &mri_os_pages.base,
     .shared = true,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -135,61 +137,62 @@ static _Thread_local tcache tls_cache TLS_MODEL;
 static void lock(mr_blocks *b) { (void)pthread_mutex_lock(&b->lock); }
 static void unlock(mr_blocks *b) { (void)pthread_mutex_unlock(&b->lock); }
 
-/* ---- the locked list (every function here runs under b->lock) ---- */
-
-static void note_held(mr_blocks *b)
+/* Is b's lock held (by some thread: a mutex cannot say by whom)?  For
+ * MR_ASSERT_INTERNAL in the _locked functions only. */
+MRI_UNUSED static bool is_locked(mr_blocks *b)
 {
-    size_t held = b->nheld * b->block_size + b->large_bytes;
-    if (held > b->peak_held)
-        b->peak_held = held;
+    if (pthread_mutex_trylock(&b->lock) != 0)
+        return true;
+    unlock(b);
+    return false;
 }
 
+static bool check_locked(const mr_blocks *b);
+
+/* ---- the locked list (every function here runs under b->lock) ---- */
+
 /* Pops a cached block, leaving its body poisoned.  NULL when none. */
-static void *pop_free(mr_blocks *b)
+static void *pop_free_locked(mr_blocks *b)
 {
-    free_block *f = b->free;
+    MR_ASSERT_INTERNAL(is_locked(b));
+    void *f = b->free;
     if (f == NULL)
         return NULL;
-    mri_track_unpoison(f, sizeof *f);
-    b->free = f->next;
-    mri_track_poison(f, sizeof *f);
+    b->free = mri_link_get(f);
     b->nfree--;
     return f;
 }
 
 /* Pushes a block (any poisoning) onto the list, poisoned whole. */
-static void push_free(mr_blocks *b, void *p)
+static void push_free_locked(mr_blocks *b, void *p)
 {
-    free_block *f = p;
-    mri_track_unpoison(f, sizeof *f);
-    f->next = b->free;
-    b->free = f;
+    MR_ASSERT_INTERNAL(is_locked(b) && b->nfree < b->nheld);
+    mri_link_set(p, b->free);
+    b->free = p;
     b->nfree++;
     mri_track_poison(p, b->block_size);
 }
 
-static void release_block(mr_blocks *b, void *p)
+static void release_block_locked(mr_blocks *b, void *p)
 {
+    MR_ASSERT_INTERNAL(is_locked(b) && b->nheld > 0);
     mri_track_unpoison(p, b->block_size);
-    mr_deallocate(b->upstream, p, b->block_size, b->block_size);
+    mri_ledger_deallocate(&b->ledger, b->block_source, p, b->block_size, b->block_size);
     b->nheld--;
-    b->upstream_deallocations++;
 }
 
 /* A block for a caller: cached, else new from the upstream.  NULL with the
  * upstream's errno and nothing changed when the upstream fails. */
-static void *take_block(mr_blocks *b)
+static void *take_block_locked(mr_blocks *b)
 {
-    void *p = pop_free(b);
+    void *p = pop_free_locked(b);
     if (p == NULL) {
-        p = mr_allocate(b->upstream, b->block_size, b->block_size);
+        p = mri_ledger_allocate(&b->ledger, b->block_source, b->block_size, b->block_size);
         if (MR_UNLIKELY(p == NULL))
             return NULL;
         MR_ASSERT(((uintptr_t)p & (b->block_size - 1)) == 0,
                   "mr_blocks: the upstream ignored the block alignment");
         b->nheld++;
-        b->upstream_allocations++;
-        note_held(b);
     }
     mri_track_unpoison(p, b->block_size);
     return p;
@@ -197,12 +200,12 @@ static void *take_block(mr_blocks *b)
 
 /* A block back from a caller or a per-thread cache: cached while the list
  * is below max_free, else returned upstream. */
-static void give_block(mr_blocks *b, void *p)
+static void give_block_locked(mr_blocks *b, void *p)
 {
     if (b->nfree < b->max_free_blocks)
-        push_free(b, p);
+        push_free_locked(b, p);
     else
-        release_block(b, p);
+        release_block_locked(b, p);
 }
 
 /* ---- per-thread caches of the shared pool ---- */
@@ -220,7 +223,7 @@ static void tc_exit(void *arg)
     lock(b);
     size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
     for (size_t i = 0; i < n; i++)
-        give_block(b, tc->slot[i]);
+        give_block_locked(b, tc->slot[i]);
     atomic_store_explicit(&tc->count, 0, memory_order_relaxed);
     b->retired_hits += atomic_load_explicit(&tc->hits, memory_order_relaxed);
     atomic_store_explicit(&tc->hits, 0, memory_order_relaxed);
@@ -253,6 +256,8 @@ static void fork_child(void)
 
 static void tc_init_once(void)
 {
+    shared_pool.upstream = mr_page_resource();
+    shared_pool.block_source = mri_os_block_source(shared_pool.upstream, MR_HUGE_PAGES_AUTO, shared_pool.block_size);
     tc_key_ok = pthread_key_create(&tc_key, tc_exit) == 0;
     if (tc_key_ok)
         (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -287,17 +292,18 @@ static MR_NOINLINE void *shared_get_slow(tcache *tc)
     if (tc->state == TC_FRESH)
         tc_register(tc);
     lock(b);
-    void *p = take_block(b);
+    void *p = take_block_locked(b);
     if (p != NULL) {
         b->gets++;
         if (tc->state == TC_LIVE) { /* refill: the next gets take no lock */
             size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
             void *q;
-            while (n < TCACHE_BATCH && (q = pop_free(b)) != NULL)
+            while (n < TCACHE_BATCH && (q = pop_free_locked(b)) != NULL)
                 tc->slot[n++] = q;
             atomic_store_explicit(&tc->count, n, memory_order_relaxed);
         }
     }
+    MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
     return p;
 }
@@ -318,14 +324,15 @@ static MR_NOINLINE void shared_put_slow(tcache *tc, void *block)
     if (tc->state == TC_LIVE) {
         /* full: the oldest TCACHE_BATCH go to the list, the newest stay */
         for (size_t i = 0; i < TCACHE_BATCH; i++)
-            give_block(b, tc->slot[i]);
+            give_block_locked(b, tc->slot[i]);
         memmove(&tc->slot[0], &tc->slot[TCACHE_BATCH], (TCACHE_SLOTS - TCACHE_BATCH) * sizeof tc->slot[0]);
         mri_track_poison(block, b->block_size);
         tc->slot[TCACHE_SLOTS - TCACHE_BATCH] = block;
         atomic_store_explicit(&tc->count, TCACHE_SLOTS - TCACHE_BATCH + 1, memory_order_relaxed);
     } else {
-        give_block(b, block);
+        give_block_locked(b, block);
     }
+    MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
 }
 
@@ -346,11 +353,9 @@ MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts)
     size_t bs = o.block_size != 0 ? o.block_size : MR_BLOCKS_DEFAULT_SIZE;
     if (!mri_is_pow2(bs) || bs < MR_BLOCKS_MIN_SIZE || bs > MRI_MAX_SIZE)
         return mri_fail(EINVAL);
-    if (o.huge_pages && o.upstream != NULL)
+    if ((unsigned)o.huge_pages > MR_HUGE_PAGES_OFF)
         return mri_fail(EINVAL);
-    mr_resource *up = o.upstream;
-    if (up == NULL)
-        up = o.huge_pages ? &mri_os_pages_huge.base : &mri_os_pages.base;
+    mr_resource *up = o.upstream != NULL ? o.upstream : mr_page_resource();
     size_t max_free = o.max_free != 0 ? o.max_free : MR_BLOCKS_DEFAULT_MAX_FREE;
 
     mr_blocks *b = mr_allocate(up, sizeof *b, alignof(mr_blocks));
@@ -362,10 +367,11 @@ MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts)
         mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
         return mri_fail(ENOMEM);
     }
-    b->resource.ops = &blocks_ops;
+    b->resource.ops = &view_ops;
     b->block_size = bs;
     b->max_free_blocks = max_free / bs;
     b->upstream = up;
+    b->block_source = mri_os_block_source(up, o.huge_pages, bs);
     b->shared = false;
     return b;
 }
@@ -377,8 +383,10 @@ MR_API void mr_blocks_destroy(mr_blocks *b)
     MR_ASSERT(b->nheld == b->nfree && b->nlarge == 0,
               "mr_blocks_destroy: blocks or allocations not given back");
     void *p;
-    while ((p = pop_free(b)) != NULL)
-        release_block(b, p);
+    lock(b); /* no other thread may use b now: taken for the _locked helpers' sake */
+    while ((p = pop_free_locked(b)) != NULL)
+        release_block_locked(b, p);
+    unlock(b);
     (void)pthread_mutex_destroy(&b->lock);
     mr_resource *up = b->upstream;
     mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
@@ -401,9 +409,10 @@ MR_API void *mr_blocks_get(mr_blocks *b)
         return shared_get_slow(tc);
     }
     lock(b);
-    void *p = take_block(b);
+    void *p = take_block_locked(b);
     if (p != NULL)
         b->gets++;
+    MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
     return p;
 }
@@ -413,7 +422,8 @@ MR_API void mr_blocks_put(mr_blocks *b, void *block)
     MR_ASSERT(b != NULL, "mr_blocks_put: pool is NULL");
     if (block == NULL)
         return;
-    MR_ASSERT(((uintptr_t)block & (b->block_size - 1)) == 0, "mr_blocks_put: not a block (misaligned)");
+    if (MRI_MISUSE(((uintptr_t)block & (b->block_size - 1)) != 0, block, "mr_blocks_put: not a block (misaligned)"))
+        return;
     if (MR_LIKELY(b->shared)) {
         tcache *tc = &tls_cache;
         size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
@@ -427,7 +437,8 @@ MR_API void mr_blocks_put(mr_blocks *b, void *block)
         return;
     }
     lock(b);
-    give_block(b, block);
+    give_block_locked(b, block);
+    MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
 }
 
@@ -443,54 +454,56 @@ MR_API size_t mr_blocks_trim(mr_blocks *b)
         tcache *tc = &tls_cache;
         size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
         for (size_t i = 0; i < n; i++)
-            release_block(b, tc->slot[i]);
+            release_block_locked(b, tc->slot[i]);
         atomic_store_explicit(&tc->count, 0, memory_order_relaxed);
         released += n * b->block_size;
     }
     void *p;
-    while ((p = pop_free(b)) != NULL) {
-        release_block(b, p);
+    while ((p = pop_free_locked(b)) != NULL) {
+        release_block_locked(b, p);
         released += b->block_size;
     }
+    MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
     return released;
 }
 
 MR_API mr_resource *mr_blocks_resource(mr_blocks *b) { return &b->resource; }
 
-static void *blocks_allocate(mr_resource *self, size_t size, size_t align)
+static void *view_allocate(mr_resource *self, size_t size, size_t align)
 {
-    mr_blocks *b = (mr_blocks *)(void *)self;
+    mr_blocks *b = mri_container_of(self, mr_blocks, resource);
     if (size <= b->block_size && align <= b->block_size)
         return mr_blocks_get(b);
     if (MR_UNLIKELY(size > MRI_MAX_SIZE))
         return mri_fail(ENOMEM);
     lock(b);
-    void *p = mr_allocate(b->upstream, size, align);
+    void *p = mri_ledger_allocate(&b->ledger, b->upstream, size, align);
     if (p != NULL) {
         b->nlarge++;
         b->large_bytes += size;
         b->gets++;
-        b->upstream_allocations++;
-        note_held(b);
     }
+    MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
     return p;
 }
 
-static void blocks_deallocate(mr_resource *self, void *p, size_t size, size_t align)
+static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align)
 {
-    mr_blocks *b = (mr_blocks *)(void *)self;
+    mr_blocks *b = mri_container_of(self, mr_blocks, resource);
     if (size <= b->block_size && align <= b->block_size) {
         mr_blocks_put(b, p);
         return;
     }
     lock(b);
-    MR_ASSERT(b->nlarge != 0 && b->large_bytes >= size, "mr_blocks_resource: deallocate of a request it never passed through");
-    mr_deallocate(b->upstream, p, size, align);
-    b->nlarge--;
-    b->large_bytes -= size;
-    b->upstream_deallocations++;
+    if (!MRI_MISUSE(b->nlarge == 0 || b->large_bytes < size, p,
+                    "mr_blocks_resource: deallocate of a request it never passed through")) {
+        mri_ledger_deallocate(&b->ledger, b->upstream, p, size, align);
+        b->nlarge--;
+        b->large_bytes -= size;
+    }
+    MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
 }
 
@@ -505,74 +518,55 @@ MR_API void mr_blocks_stats(const mr_blocks *cb, mr_stats *out)
     }
     if (cached > b->nheld) /* a snapshot that saw one block in two caches */
         cached = b->nheld;
-    out->held = b->nheld * b->block_size + b->large_bytes;
+    mri_ledger_stats(&b->ledger, out);
     out->in_use = (b->nheld - cached) * b->block_size + b->large_bytes;
-    out->peak_held = b->peak_held;
     out->allocations = b->gets + hits;
-    out->upstream_allocations = b->upstream_allocations;
-    out->upstream_deallocations = b->upstream_deallocations;
     unlock(b);
 }
 
-static bool check_failed(const char *what, size_t x, size_t y)
-{
-    fprintf(stderr, "memres: mr_blocks_check: %s (%zu vs %zu)\n", what, x, y);
-    return false;
-}
+#define CHECK(cond, ...) MRI_VERIFY(cond, "mr_blocks_check", (const void *)b, __VA_ARGS__)
 
 static bool check_locked(const mr_blocks *b)
 {
-    if (!mri_is_pow2(b->block_size) || b->upstream == NULL)
-        return check_failed("bad block size or no upstream", b->block_size, 0);
+    CHECK(mri_is_pow2(b->block_size) && b->upstream != NULL && b->block_source != NULL,
+          "block size %zu, upstream %p", b->block_size, (const void *)b->upstream);
     size_t n = 0;
-    for (free_block *f = b->free; f != NULL;) {
-        if (n == b->nfree)
-            return check_failed("free list longer than nfree (cycle?)", n + 1, b->nfree);
-        if (((uintptr_t)f & (b->block_size - 1)) != 0)
-            return check_failed("free block not aligned to the block size", (size_t)(uintptr_t)f, b->block_size);
+    for (const void *f = b->free; f != NULL; f = mri_link_get(f)) {
+        CHECK(n < b->nfree, "free list longer than the %zu counted (cycle?)", b->nfree);
+        CHECK(((uintptr_t)f & (b->block_size - 1)) == 0, "free block %p not aligned to %zu", f, b->block_size);
         n++;
-        mri_track_unpoison(f, sizeof *f);
-        free_block *next = f->next;
-        mri_track_poison(f, sizeof *f);
-        f = next;
     }
-    if (n != b->nfree)
-        return check_failed("free list length != nfree", n, b->nfree);
-    if (b->nfree > b->max_free_blocks)
-        return check_failed("more free blocks than max_free allows", b->nfree, b->max_free_blocks);
-    if (b->nfree > b->nheld)
-        return check_failed("more free blocks than held", b->nfree, b->nheld);
-    if (b->upstream_allocations - b->upstream_deallocations != b->nheld + b->nlarge)
-        return check_failed("upstream allocations - deallocations != held blocks + large",
-                            b->upstream_allocations - b->upstream_deallocations, b->nheld + b->nlarge);
-    if ((b->nlarge == 0) != (b->large_bytes == 0))
-        return check_failed("large count and bytes disagree", b->nlarge, b->large_bytes);
-    if (!b->shared && b->threads != NULL)
-        return check_failed("per-thread caches on a private pool", 1, 0);
+    CHECK(n == b->nfree, "free list of %zu blocks, %zu counted", n, b->nfree);
+    CHECK(b->nfree <= b->max_free_blocks, "%zu free blocks, max_free allows %zu", b->nfree, b->max_free_blocks);
+    CHECK(b->nfree <= b->nheld, "%zu free blocks of %zu held", b->nfree, b->nheld);
+    CHECK((b->nlarge == 0) == (b->large_bytes == 0), "%zu large requests of %zu bytes", b->nlarge, b->large_bytes);
+    if (!mri_ledger_verify(&b->ledger, "mr_blocks_check", b, b->nheld * b->block_size + b->large_bytes,
+                           b->nheld + b->nlarge))
+        return false;
+    CHECK(b->shared || b->threads == NULL, "per-thread caches on a private pool");
     const tcache *prev = NULL;
     for (const tcache *tc = b->threads; tc != NULL; prev = tc, tc = tc->next) {
-        if (tc->prev != prev || tc->state != TC_LIVE)
-            return check_failed("thread cache registry broken", (size_t)tc->state, TC_LIVE);
+        CHECK(tc->prev == prev && tc->state == TC_LIVE, "thread cache registry broken at %p", (const void *)tc);
         size_t c = atomic_load_explicit(&tc->count, memory_order_relaxed);
-        if (c > TCACHE_SLOTS)
-            return check_failed("thread cache overfull", c, TCACHE_SLOTS);
+        CHECK(c <= TCACHE_SLOTS, "thread cache holds %zu of %d", c, TCACHE_SLOTS);
     }
     if (b->shared) { /* the caller's own cache is stable while it runs this */
         size_t c = atomic_load_explicit(&tls_cache.count, memory_order_relaxed);
         for (size_t i = 0; i < c; i++)
-            if (((uintptr_t)tls_cache.slot[i] & (b->block_size - 1)) != 0)
-                return check_failed("cached block not aligned", (size_t)(uintptr_t)tls_cache.slot[i], b->block_size);
-        if (b->nfree + c > b->nheld)
-            return check_failed("free + own cache > held", b->nfree + c, b->nheld);
+            CHECK(((uintptr_t)tls_cache.slot[i] & (b->block_size - 1)) == 0, "cached block %p not aligned",
+                  tls_cache.slot[i]);
+        CHECK(b->nfree + c <= b->nheld, "free %zu + own cache %zu > held %zu", b->nfree, c, b->nheld);
     }
     return true;
 }
 
 MR_API bool mr_blocks_check(const mr_blocks *cb)
 {
-    if (cb == NULL)
-        return check_failed("pool is NULL", 0, 0);
-    mr_blocks *b = (mr_blocks *)cb;
+    if (cb == NULL) {
+        mri_verify_report("mr_blocks_check", cb, "pool is NULL");
+        return false;
+    }
+    mr_blocks *b = (mr_blocks *)cb; /* the lock is not part of the value */
     lock(b);
     bool ok = check_locked(b);
     unlock(b);

@@ -1,5 +1,5 @@
 /* src/internal.h -- what every memres source file shares and users never see:
- * assertions, alignment and overflow arithmetic, branch hints.
+ * the check tiers, alignment and overflow arithmetic, container-of.
  *
  * All alignment and overflow math lives here.  Every size that grows --
  * count * size, size + header, aligning near SIZE_MAX, doubling a block --
@@ -18,10 +18,30 @@
 
 #include "memres/resource.h"
 
-/* ---- assertion tiers, selected by MR_DEBUG 0..3 ----
- *   MR_ASSERT           (>= 1) cheap checks of caller misuse
- *   MR_ASSERT_INTERNAL  (>= 2) checks of our own logic
- *   MR_ASSERT_EXPENSIVE (>= 3) walks (mr_*_check on every operation) */
+/* ---- checks: one mechanism, three tiers, selected by MR_DEBUG 0..3 ----
+ *
+ *   MR_DEBUG 0   release (NDEBUG): nothing is checked but what keeps memory
+ *                safe at no measurable cost (MRI_MISUSE conditions).
+ *   MR_DEBUG 1   the default without NDEBUG (a plain Debug build): cheap O(1)
+ *                checks of caller misuse are reported.
+ *   MR_DEBUG 2   also our own invariants at the places that rely on them.
+ *   MR_DEBUG 3   also the walkers (mr_<object>_check) after every slow-path
+ *                operation of every allocator.
+ *
+ * Caller misuse and our own failures are reported differently:
+ *   MRI_MISUSE(bad, ptr, what)  is an expression: true when `bad` holds.
+ *       The caller takes its safe way out (ignore the call, stop a walk), so
+ *       release builds stay memory-safe; at MR_DEBUG >= 1 the misuse is
+ *       reported first through mri_misuse(), the one place every detected
+ *       misuse goes (it prints one line and aborts; the reliability work
+ *       turns it into the user's violation handler, which may return).
+ *   MR_ASSERT(e, msg)           a misuse check with no way out: reported at
+ *       MR_DEBUG >= 1, compiled out below.
+ *   MR_ASSERT_INTERNAL(e)       our own logic (>= 2) and
+ *   MR_ASSERT_EXPENSIVE(e)      walks (>= 3): a failure is a bug in memres,
+ *       reported by mri_check_fail(), which never returns.
+ * Both failure functions are cold and out of line: a check costs its test
+ * and a never-taken branch. */
 #ifndef MR_DEBUG
 #  ifdef NDEBUG
 #    define MR_DEBUG 0
@@ -30,25 +50,51 @@
 #  endif
 #endif
 
-void mri_assert_fail(const char *expr, const char *msg, const char *file, int line, const char *func);
+MR_COLD void mri_misuse(const char *what, const void *ptr, const char *file, int line, const char *func);
+MR_NORETURN MR_COLD void mri_check_fail(const char *expr, const char *msg, const char *file, int line,
+                                        const char *func);
 
-#define MRI_ASSERT_IMPL(e, msg) \
-    (MR_LIKELY(e) ? (void)0 : mri_assert_fail(#e, msg, __FILE__, __LINE__, __func__))
 #if MR_DEBUG >= 1
-#  define MR_ASSERT(e, msg) MRI_ASSERT_IMPL(e, msg)
+#  define MRI_MISUSE(bad, ptr, what) \
+    (MR_UNLIKELY(bad) ? (mri_misuse(what, ptr, __FILE__, __LINE__, __func__), true) : false)
+#  define MR_ASSERT(e, msg) ((void)MRI_MISUSE(!(e), NULL, msg))
 #else
+#  define MRI_MISUSE(bad, ptr, what) (MR_UNLIKELY(bad) ? ((void)(ptr), true) : false)
 #  define MR_ASSERT(e, msg) ((void)0)
 #endif
+#define MRI_CHECK_FAIL_IF(bad, e, msg) \
+    (MR_UNLIKELY(bad) ? mri_check_fail(#e, msg, __FILE__, __LINE__, __func__) : (void)0)
 #if MR_DEBUG >= 2
-#  define MR_ASSERT_INTERNAL(e) MRI_ASSERT_IMPL(e, "internal invariant")
+#  define MR_ASSERT_INTERNAL(e) MRI_CHECK_FAIL_IF(!(e), e, "internal invariant")
 #else
 #  define MR_ASSERT_INTERNAL(e) ((void)0)
 #endif
 #if MR_DEBUG >= 3
-#  define MR_ASSERT_EXPENSIVE(e) MRI_ASSERT_IMPL(e, "expensive check")
+#  define MR_ASSERT_EXPENSIVE(e) MRI_CHECK_FAIL_IF(!(e), e, "invariant walk")
 #else
 #  define MR_ASSERT_EXPENSIVE(e) ((void)0)
 #endif
+
+/* The walkers (mr_<object>_check) report the first violated invariant with
+ * one line on stderr, "memres: mr_arena_check(0x...): <what>", and return
+ * false: MRI_VERIFY(cond, who, obj, fmt, ...) inside a function returning
+ * bool.  `who` is the walker's name. */
+MR_COLD void mri_verify_report(const char *who, const void *obj, const char *fmt, ...) MR_PRINTF(3, 4);
+#define MRI_VERIFY(cond, who, obj, ...)                 \
+    do {                                                \
+        if (MR_UNLIKELY(!(cond))) {                     \
+            mri_verify_report(who, obj, __VA_ARGS__);   \
+            return false;                               \
+        }                                               \
+    } while (0)
+
+/* A static function used only by checks that a lower MR_DEBUG compiles out. */
+#define MRI_UNUSED __attribute__((unused))
+
+/* The struct that contains `member` at ptr (one spelling for every view of
+ * an allocator as an mr_resource). */
+#define mri_container_of(ptr, type, member) \
+    ((type *)(void *)((char *)(uintptr_t)(const void *)(ptr) - offsetof(type, member)))
 
 /* The alignment every allocator gives by default. */
 #define MRI_MAX_ALIGN ((size_t)alignof(max_align_t))
@@ -90,7 +136,7 @@ static inline void *mri_fail(int err)
     return NULL;
 }
 
-/* ---- OS page source facts (os.c, the only file with platform #ifdefs) ---- */
+/* The OS page size (os.c, the only file with platform #ifdefs). */
 size_t mri_os_page_size(void);
 
 #endif /* MEMRES_INTERNAL_H */

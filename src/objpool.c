@@ -47,6 +47,7 @@
  *   in the current block; the free list has no cycle
  *   held == sizeof(header) + nblocks * block_bytes + cap * sizeof(void *)
  *   upstream_allocations - upstream_deallocations == 1 + nblocks + (cap != 0)
+ * (the last two are the ledger's, src/ledger.h).
  *
  * In ASan builds (track.h) blocks are poisoned when taken, objects are
  * unpoisoned when handed out and poisoned when freed or reset; the link word
@@ -62,10 +63,11 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ledger.h"
 #include "memres/objpool.h"
 #include "track.h"
 
-#define LINK sizeof(void *)
+#define LINK MRI_LINK
 #define LINK_ALIGN ((size_t)alignof(void *))
 #define HEADER_ALIGN ((size_t)64) /* hot fields in one cache line */
 #define DIR_INITIAL ((size_t)8)
@@ -81,35 +83,14 @@ struct mr_objpool {
     size_t per_block;      /* objects per block */
     size_t block_bytes;    /* per_block * hot.size */
     size_t align;          /* alignment of objects and blocks, >= LINK_ALIGN */
-    size_t held, peak_held, upstream_allocations, upstream_deallocations;
+    mri_ledger ledger;     /* upstream accounting, the header included */
 };
-
-/* ---- the link word of a free object ---- */
-
-static inline void *link_get(const void *obj)
-{
-    void *next;
-    mri_track_unpoison(obj, LINK);
-    memcpy(&next, obj, LINK);
-    mri_track_poison(obj, LINK);
-    return next;
-}
 
 /* ---- blocks ---- */
 
-static void note_upstream_allocation(mr_objpool *p, size_t size)
-{
-    p->upstream_allocations++;
-    p->held += size;
-    if (p->held > p->peak_held)
-        p->peak_held = p->held;
-}
-
 static void give_back(mr_objpool *p, void *mem, size_t size, size_t align)
 {
-    mr_deallocate(p->upstream, mem, size, align);
-    p->upstream_deallocations++;
-    p->held -= size;
+    mri_ledger_deallocate(&p->ledger, p->upstream, mem, size, align);
 }
 
 /* Takes a new block from upstream and appends it to the directory.  When the
@@ -128,19 +109,16 @@ static bool add_block(mr_objpool *p)
             errno = ENOMEM;
             return false;
         }
-        dir = mr_allocate(p->upstream, dir_bytes, LINK_ALIGN);
+        dir = mri_ledger_allocate(&p->ledger, p->upstream, dir_bytes, LINK_ALIGN);
         if (MR_UNLIKELY(dir == NULL)) {
             errno = ENOMEM;
             return false;
         }
-        note_upstream_allocation(p, dir_bytes);
     }
-    void *b = mr_allocate(p->upstream, p->block_bytes, p->align);
+    void *b = mri_ledger_allocate(&p->ledger, p->upstream, p->block_bytes, p->align);
     if (b != NULL && MR_UNLIKELY((uintptr_t)b > UINTPTR_MAX - p->block_bytes)) {
         /* hot.end would wrap; no real address space puts a block there */
-        mr_deallocate(p->upstream, b, p->block_bytes, p->align);
-        p->upstream_allocations++;
-        p->upstream_deallocations++;
+        give_back(p, b, p->block_bytes, p->align);
         b = NULL;
     }
     if (MR_UNLIKELY(b == NULL)) {
@@ -150,7 +128,6 @@ static bool add_block(mr_objpool *p)
         return false;
     }
     MR_ASSERT_INTERNAL(((uintptr_t)b & (p->align - 1)) == 0);
-    note_upstream_allocation(p, p->block_bytes);
     mri_track_poison(b, p->block_bytes);
     if (dir != NULL) {
         if (p->nblocks != 0)
@@ -169,6 +146,7 @@ static bool next_block(mr_objpool *p)
 {
     if (p->used == p->nblocks && !add_block(p))
         return false;
+    MR_ASSERT_INTERNAL(p->hot.free == NULL && p->hot.ptr == p->hot.end && p->used < p->nblocks);
     uintptr_t b = (uintptr_t)p->blocks[p->used++];
     p->hot.ptr = b;
     p->hot.end = b + p->block_bytes;
@@ -177,14 +155,9 @@ static bool next_block(mr_objpool *p)
 
 /* ---- the resource view ---- */
 
-static mr_objpool *pool_of(mr_resource *r)
+static void *view_allocate(mr_resource *self, size_t size, size_t align)
 {
-    return (mr_objpool *)(void *)((char *)r - offsetof(mr_objpool, resource));
-}
-
-static void *res_allocate(mr_resource *self, size_t size, size_t align)
-{
-    mr_objpool *p = pool_of(self);
+    mr_objpool *p = mri_container_of(self, mr_objpool, resource);
     if (MR_UNLIKELY(size > p->hot.size))
         return mri_fail(ENOMEM);
     if (MR_UNLIKELY(align > p->align))
@@ -192,16 +165,16 @@ static void *res_allocate(mr_resource *self, size_t size, size_t align)
     return mr_objpool_alloc(p);
 }
 
-static void res_deallocate(mr_resource *self, void *obj, size_t size, size_t align)
+static void view_deallocate(mr_resource *self, void *obj, size_t size, size_t align)
 {
-    mr_objpool *p = pool_of(self);
-    MR_ASSERT(size <= p->hot.size && align <= p->align, "mr_objpool_resource: deallocate of a size or alignment "
-                                                        "this pool never gives");
-    (void)size, (void)align;
+    mr_objpool *p = mri_container_of(self, mr_objpool, resource);
+    if (MRI_MISUSE(size > p->hot.size || align > p->align, obj,
+                   "mr_objpool_resource: deallocate of a size or alignment this pool never gives"))
+        return;
     mr_objpool_free(p, obj);
 }
 
-static const struct mr_resource_ops resource_ops = {res_allocate, res_deallocate, NULL};
+static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
 
 MR_API mr_resource *mr_objpool_resource(mr_objpool *p)
 {
@@ -225,18 +198,19 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         return mri_fail(EINVAL);
     mr_resource *up = (opts != NULL && opts->upstream != NULL) ? opts->upstream : mr_get_default_resource();
 
-    mr_objpool *p = mr_allocate(up, sizeof *p, HEADER_ALIGN);
+    mri_ledger ledger = {0};
+    mr_objpool *p = mri_ledger_allocate(&ledger, up, sizeof *p, HEADER_ALIGN);
     if (MR_UNLIKELY(p == NULL))
         return mri_fail(ENOMEM);
     memset(p, 0, sizeof *p);
+    p->ledger = ledger;
     p->hot.size = size;
-    p->resource.ops = &resource_ops;
+    p->resource.ops = &view_ops;
     p->upstream = up;
     p->per_block = per_block;
     p->block_bytes = block_bytes;
     p->align = a;
-    p->held = p->peak_held = sizeof *p;
-    p->upstream_allocations = 1;
+    MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
     return p;
 }
 
@@ -245,7 +219,8 @@ MR_API void mr_objpool_destroy(mr_objpool *p)
     if (p == NULL)
         return;
     mr_objpool_release(p);
-    mr_deallocate(p->upstream, p, sizeof *p, HEADER_ALIGN);
+    mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
+    mri_ledger_deallocate(&ledger, p->upstream, p, sizeof *p, HEADER_ALIGN);
 }
 
 /* ---- slow paths ---- */
@@ -256,7 +231,7 @@ MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p)
     struct mri_objpool_hot *h = &p->hot;
     void *obj = h->free;
     if (obj != NULL) { /* only callers built with ASan come here with a free object */
-        h->free = link_get(obj);
+        h->free = mri_link_get(obj);
     } else {
         if (h->ptr == h->end && MR_UNLIKELY(!next_block(p)))
             return NULL; /* errno = ENOMEM, nothing changed */
@@ -316,7 +291,8 @@ MR_API void mr_objpool_release(mr_objpool *p)
     p->hot.free = NULL;
     p->hot.ptr = p->hot.end = 0;
     p->hot.frees = p->hot.allocations;
-    MR_ASSERT_INTERNAL(p->held == sizeof *p);
+    MR_ASSERT_INTERNAL(p->ledger.held == sizeof *p);
+    MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
 }
 
 /* ---- stats and checks ---- */
@@ -324,12 +300,9 @@ MR_API void mr_objpool_release(mr_objpool *p)
 MR_API void mr_objpool_stats(const mr_objpool *p, mr_stats *out)
 {
     MR_ASSERT(p != NULL && out != NULL, "mr_objpool_stats: NULL argument");
+    mri_ledger_stats(&p->ledger, out);
     out->in_use = (p->hot.allocations - p->hot.frees) * p->hot.size;
-    out->held = p->held;
-    out->peak_held = p->peak_held;
     out->allocations = p->hot.allocations;
-    out->upstream_allocations = p->upstream_allocations;
-    out->upstream_deallocations = p->upstream_deallocations;
 }
 
 MR_API size_t mr_objpool_object_size(const mr_objpool *p)
@@ -338,15 +311,7 @@ MR_API size_t mr_objpool_object_size(const mr_objpool *p)
     return p->hot.size;
 }
 
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "mr_objpool_check(%p): ", (const void *)p);    \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-            goto fail;                                                     \
-        }                                                                  \
-    } while (0)
+#define CHECK(cond, ...) MRI_VERIFY(cond, "mr_objpool_check", (const void *)p, __VA_ARGS__)
 
 static int cmp_addr(const void *x, const void *y)
 {
@@ -377,11 +342,34 @@ static uintptr_t block_of(uintptr_t q, const uintptr_t *sorted, void *const *dir
     return 0;
 }
 
+/* The free list: every entry an object boundary in the carved part of a
+ * block, and free + live == carved.  sorted: the carved blocks' bases in
+ * ascending order, or NULL for a linear scan. */
+static bool check_free_list(const mr_objpool *p, const uintptr_t *sorted, uintptr_t cur, size_t carved, size_t live)
+{
+    const struct mri_objpool_hot *h = &p->hot;
+    size_t nfree = 0;
+    for (const void *o = h->free; o != NULL; o = mri_link_get(o)) {
+        uintptr_t q = (uintptr_t)o;
+        uintptr_t b = block_of(q, sorted, (void *const *)p->blocks, p->used, p->block_bytes);
+        CHECK(b != 0, "free object %p (#%zu on the list) is in no carved block", o, nfree);
+        CHECK((q - b) % h->size == 0, "free object %p (#%zu) is not an object boundary of block %#jx", o, nfree,
+              (uintmax_t)b);
+        CHECK(b != cur || q < h->ptr, "free object %p (#%zu) lies in the uncarved part of the current block",
+              o, nfree);
+        /* bounds the walk: a cycle (an object freed twice) ends here */
+        CHECK(nfree < carved - live, "free list longer than the %zu carved objects not live "
+              "(a cycle: an object freed twice?)", carved - live);
+        nfree++;
+    }
+    CHECK(nfree + live == carved, "free %zu + live %zu != carved %zu", nfree, live, carved);
+    return true;
+}
+
 MR_API bool mr_objpool_check(const mr_objpool *p)
 {
-    uintptr_t *sorted = NULL;
     if (p == NULL) {
-        fprintf(stderr, "mr_objpool_check: pool is NULL\n");
+        mri_verify_report("mr_objpool_check", p, "pool is NULL");
         return false;
     }
     const struct mri_objpool_hot *h = &p->hot;
@@ -400,13 +388,9 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
         for (size_t j = 0; j < i && p->nblocks <= 64; j++)
             CHECK(p->blocks[j] != p->blocks[i], "block %zu listed twice", i);
     }
-    CHECK(p->held == sizeof *p + p->nblocks * p->block_bytes + p->cap * LINK,
-          "held %zu != header %zu + %zu blocks * %zu + directory %zu * %zu", p->held, sizeof *p, p->nblocks,
-          p->block_bytes, p->cap, LINK);
-    CHECK(p->peak_held >= p->held, "peak held %zu < held %zu", p->peak_held, p->held);
-    CHECK(p->upstream_allocations - p->upstream_deallocations == 1 + p->nblocks + (p->cap != 0),
-          "upstream allocations %zu - deallocations %zu != 1 + %zu blocks + directory", p->upstream_allocations,
-          p->upstream_deallocations, p->nblocks);
+    if (!mri_ledger_verify(&p->ledger, "mr_objpool_check", p, sizeof *p + p->nblocks * p->block_bytes + p->cap * LINK,
+                           1 + p->nblocks + (p->cap != 0)))
+        return false;
 
     size_t carved = 0;
     uintptr_t cur = 0;
@@ -425,6 +409,7 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
     size_t live = h->allocations - h->frees;
     CHECK(live <= carved, "%zu live objects but only %zu carved", live, carved);
 
+    uintptr_t *sorted = NULL;
     if (h->free != NULL && p->used > 0) {
         sorted = malloc(p->used * sizeof *sorted); /* not upstream: a check changes no stats */
         if (sorted != NULL) {
@@ -433,24 +418,7 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
             qsort(sorted, p->used, sizeof *sorted, cmp_addr);
         }
     }
-    size_t nfree = 0;
-    for (const void *o = h->free; o != NULL; o = link_get(o)) {
-        uintptr_t q = (uintptr_t)o;
-        uintptr_t b = block_of(q, sorted, (void *const *)p->blocks, p->used, p->block_bytes);
-        CHECK(b != 0, "free object %p (#%zu on the list) is in no carved block", o, nfree);
-        CHECK((q - b) % size == 0, "free object %p (#%zu) is not an object boundary of block %#jx", o, nfree,
-              (uintmax_t)b);
-        CHECK(b != cur || q < h->ptr, "free object %p (#%zu) lies in the uncarved part of the current block",
-              o, nfree);
-        /* bounds the walk: a cycle (an object freed twice) ends here */
-        CHECK(nfree < carved - live, "free list longer than the %zu carved objects not live "
-              "(a cycle: an object freed twice?)", carved - live);
-        nfree++;
-    }
-    CHECK(nfree + live == carved, "free %zu + live %zu != carved %zu", nfree, live, carved);
+    bool ok = check_free_list(p, sorted, cur, carved, live);
     free(sorted);
-    return true;
-fail:
-    free(sorted);
-    return false;
+    return ok;
 }

@@ -1,8 +1,10 @@
 /* src/os.c -- the page source and every other fact memres takes from the OS.
  *
  * This is the only file with mmap/munmap/madvise/sysconf and platform
- * #ifdefs; the allocators above ask it for the page size and for
- * page-granular memory (os.h), and users get it as mr_page_resource().
+ * #ifdefs, and the bottom of the dependency plan: it includes no allocator's
+ * header.  The allocators above ask it for the page size, page-granular
+ * memory and where big blocks come from (os.h); users get it as
+ * mr_page_resource() (memres/pages.h).
  *
  * Mapping with an alignment above the page size.  mmap only promises page
  * alignment, so for align > page we map len + align - page bytes: since the
@@ -30,7 +32,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "memres/blocks.h"
+#include "memres/pages.h"
 #include "os.h"
 
 #if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
@@ -112,9 +114,15 @@ static bool page_length(size_t size, size_t *len)
     return mri_align_up(size != 0 ? size : 1, mri_os_page_size(), len) && *len <= MRI_MAX_SIZE;
 }
 
+/* A page resource: the ops and whether it asks for huge pages. */
+struct page_resource {
+    mr_resource base;
+    bool huge; /* align and advise regions of MR_HUGE_PAGE_SIZE or more */
+};
+
 static void *page_allocate(mr_resource *self, size_t size, size_t align)
 {
-    const struct mri_page_resource *r = (const struct mri_page_resource *)self;
+    const struct page_resource *r = mri_container_of(self, struct page_resource, base);
     size_t len;
     if (!page_length(size, &len))
         return mri_fail(ENOMEM);
@@ -131,10 +139,9 @@ static void page_deallocate(mr_resource *self, void *p, size_t size, size_t alig
 {
     (void)self, (void)align;
     size_t len;
-    bool ok = page_length(size, &len);
-    MR_ASSERT(ok, "mr_page_resource: deallocate with a size no allocation can have");
-    if (ok)
-        mri_os_unmap(p, len);
+    if (MRI_MISUSE(!page_length(size, &len), p, "mr_page_resource: deallocate with a size no allocation can have"))
+        return;
+    mri_os_unmap(p, len);
 }
 
 static bool page_is_equal(const mr_resource *self, const mr_resource *other)
@@ -145,9 +152,19 @@ static bool page_is_equal(const mr_resource *self, const mr_resource *other)
 
 static const struct mr_resource_ops page_ops = {page_allocate, page_deallocate, page_is_equal};
 
-struct mri_page_resource mri_os_pages = {{&page_ops}, false};
-struct mri_page_resource mri_os_pages_huge = {{&page_ops}, true};
+static struct page_resource pages = {{&page_ops}, false};
+static struct page_resource pages_huge = {{&page_ops}, true};
 
 MR_API size_t mr_page_size(void) { return mri_os_page_size(); }
-MR_API mr_resource *mr_page_resource(void) { return &mri_os_pages.base; }
-MR_API mr_resource *mr_page_resource_huge(void) { return &mri_os_pages_huge.base; }
+MR_API mr_resource *mr_page_resource(void) { return &pages.base; }
+MR_API mr_resource *mr_page_resource_huge(void) { return &pages_huge.base; }
+
+mr_resource *mri_os_block_source(mr_resource *upstream, mr_huge_pages mode, size_t size)
+{
+    if (size < MR_HUGE_PAGE_SIZE || mode == MR_HUGE_PAGES_OFF)
+        return upstream;
+    if (mode == MR_HUGE_PAGES_ON || upstream == mr_malloc_resource() || upstream == &pages.base ||
+        upstream == &pages_huge.base)
+        return &pages_huge.base;
+    return upstream;
+}

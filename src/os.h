@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "internal.h"
+#include "memres/pages.h"
 
 /* Maps len bytes (a non-zero multiple of the page size) of zeroed, readable
  * and writable private memory aligned to align (a power of two; above the
@@ -24,13 +25,9 @@ void mri_os_unmap(void *p, size_t len);
  * memory is unaffected either way). */
 bool mri_os_advise_huge(void *p, size_t len);
 
-/* The page resources of blocks.h, visible here so that a static
- * initialiser (the shared block pool) can name one: mr_page_resource() is
- * &mri_os_pages.base, mr_page_resource_huge() &mri_os_pages_huge.base. */
-struct mri_page_resource {
-    mr_resource base;
-    bool huge;   /* align and advise regions of MR_HUGE_PAGE_SIZE or more */
-};
-extern struct mri_page_resource mri_os_pages, mri_os_pages_huge;
+/* The resource that blocks of `size` bytes come from under the huge-page
+ * rule of memres/pages.h (mode: the allocator's huge_pages option): the
+ * huge-page source, or upstream itself. */
+mr_resource *mri_os_block_source(mr_resource *upstream, mr_huge_pages mode, size_t size);
 
 #endif /* MEMRES_OS_H */

@@ -56,7 +56,7 @@
  *
  * Accounting.  The inline paths count allocations and frees per class (one
  * add each); live blocks of a class are their difference, so stats need no
- * work on the hot paths.  Bytes held are counted where upstream is called.
+ * work on the hot paths.  Every upstream call goes through the ledger.
  *
  * Invariants (checked by mr_pools_check), for every class c of size s:
  *   free + live == capacity, where
@@ -68,10 +68,13 @@
  *   current     =>  base <= bump <= end == base + blocks * s, s | end - bump;
  *   every free-list entry is a block boundary in the carved part of a chunk
  *   of c (a chunk before current, or current below bump); no cycle.
- * And for the pool:
+ * And for the pool (the first two are the ledger's, src/ledger.h):
  *   held == header + record pages + sum of chunk bytes + sum of direct blocks
- *           (with their headers); the direct list is linked both ways and
- *           holds direct_count blocks of direct_bytes requested bytes.
+ *           (with their headers);
+ *   upstream_allocations - upstream_deallocations
+ *        == 1 + record pages + chunks + direct blocks;
+ *   the direct list is linked both ways and holds direct_count blocks of
+ *   direct_bytes requested bytes.
  *
  * In ASan builds (track.h) chunks are poisoned when taken and at reset,
  * exactly the requested bytes of a block are unpoisoned when handed out (so
@@ -89,10 +92,11 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ledger.h"
 #include "memres/pools.h"
 #include "track.h"
 
-#define LINK sizeof(void *)
+#define LINK MRI_LINK
 #define CLASS_ALIGN_MIN ((size_t)16)           /* every class gives 16 (== the inline test) */
 #define HEADER_ALIGN ((size_t)64)              /* classes one cache line each */
 #define FIRST_CHUNK_BYTES ((size_t)4096)       /* blocks of a class's first chunk */
@@ -139,16 +143,12 @@ struct mr_pools {
     /* chunk records */
     struct rec_page *rec_pages;
     uintptr_t rec_ptr, rec_end; /* free records of the newest page */
-    size_t rec_bytes;
-    size_t chunk_bytes;         /* sum of every chunk's bytes */
     /* direct blocks */
     struct direct_hdr direct;   /* sentinel of the circular list */
     size_t direct_count;        /* blocks on the list */
     size_t direct_bytes;        /* their requested sizes */
-    size_t direct_held;         /* what they hold upstream, headers included */
     size_t direct_allocations;  /* successful direct allocations so far */
-    /* accounting */
-    size_t peak_held, upstream_allocations, upstream_deallocations;
+    mri_ledger ledger;          /* upstream accounting, the header included */
 };
 
 /* ---- classes ---- */
@@ -186,27 +186,6 @@ static bool pooled(const mr_pools *p, size_t size, size_t align, size_t *cls)
     return true;
 }
 
-static size_t held_now(const mr_pools *p)
-{
-    return p->header_bytes + p->rec_bytes + p->chunk_bytes + p->direct_held;
-}
-
-static void note_held(mr_pools *p)
-{
-    size_t h = held_now(p);
-    if (h > p->peak_held)
-        p->peak_held = h;
-}
-
-/* The link word of a free block. */
-static inline void *link_get(const void *b)
-{
-    void *next;
-    mri_track_unpoison(b, LINK);
-    memcpy(&next, b, LINK);
-    mri_track_poison(b, LINK);
-    return next;
-}
 
 /* ---- chunks ---- */
 
@@ -225,7 +204,7 @@ static size_t chunk_cap(const mr_pools *p, size_t size)
 static struct chunk_rec *rec_new(mr_pools *p)
 {
     if (p->rec_ptr == p->rec_end) {
-        struct rec_page *pg = mr_allocate(p->upstream, REC_PAGE_BYTES, alignof(struct rec_page));
+        struct rec_page *pg = mri_ledger_allocate(&p->ledger, p->upstream, REC_PAGE_BYTES, alignof(struct rec_page));
         if (pg == NULL)
             return NULL;
         pg->next = p->rec_pages;
@@ -233,8 +212,6 @@ static struct chunk_rec *rec_new(mr_pools *p)
         p->rec_pages = pg;
         p->rec_ptr = (uintptr_t)pg + REC_FIRST;
         p->rec_end = p->rec_ptr + RECS_PER_PAGE * sizeof(struct chunk_rec);
-        p->rec_bytes += REC_PAGE_BYTES;
-        p->upstream_allocations++;
     }
     struct chunk_rec *r = (struct chunk_rec *)p->rec_ptr;
     p->rec_ptr += sizeof *r;
@@ -265,15 +242,13 @@ static bool class_refill(mr_pools *p, struct mri_pools_class *c)
         }
         n = bytes / s < cap ? bytes / s : cap; /* fill the rounding with blocks */
         const size_t align = class_align(s);
-        void *base = mr_allocate(p->upstream, bytes, align);
+        void *base = mri_ledger_allocate(&p->ledger, p->upstream, bytes, align);
         if (base == NULL)
             return false;
-        p->upstream_allocations++;
         r = rec_new(p); /* after the chunk, so that a failure undoes only it */
         if (r == NULL) {
             int err = errno;
-            mr_deallocate(p->upstream, base, bytes, align);
-            p->upstream_deallocations++;
+            mri_ledger_deallocate(&p->ledger, p->upstream, base, bytes, align);
             errno = err;
             return false;
         }
@@ -285,10 +260,9 @@ static bool class_refill(mr_pools *p, struct mri_pools_class *c)
             cur->next = r;
         else
             c->chunks = r;
-        p->chunk_bytes += bytes;
-        note_held(p);
         mri_track_poison(base, bytes);
     }
+    MR_ASSERT_INTERNAL(r->blocks >= 1 && r->base % class_align(s) == 0);
     c->current = r;
     c->bump = r->base;
     c->end = r->base + r->blocks * s;
@@ -316,7 +290,7 @@ static void *direct_alloc(mr_pools *p, size_t size, size_t align)
     size_t pad, total;
     if (!direct_layout(size, align, &pad, &total))
         return mri_fail(ENOMEM);
-    char *base = mr_allocate(p->upstream, total, direct_align(align));
+    char *base = mri_ledger_allocate(&p->ledger, p->upstream, total, direct_align(align));
     if (base == NULL)
         return NULL;
     struct direct_hdr *h = (struct direct_hdr *)(void *)(base + pad - sizeof *h);
@@ -328,30 +302,26 @@ static void *direct_alloc(mr_pools *p, size_t size, size_t align)
     p->direct.next = h;
     p->direct_count++;
     p->direct_bytes += size;
-    p->direct_held += total;
     p->direct_allocations++;
-    p->upstream_allocations++;
-    note_held(p);
     return base + pad;
 }
 
 static void direct_free(mr_pools *p, void *ptr, size_t size, size_t align)
 {
     size_t pad, total;
-    bool ok = direct_layout(size, align, &pad, &total);
-    MR_ASSERT(ok, "mr_pools_free: size and alignment of no possible allocation");
-    if (!ok)
+    if (MRI_MISUSE(!direct_layout(size, align, &pad, &total), ptr,
+                   "mr_pools_free: size and alignment of no possible allocation"))
         return;
     struct direct_hdr *h = (struct direct_hdr *)(void *)((char *)ptr - sizeof *h);
-    MR_ASSERT(h->prev->next == h && h->next->prev == h, "mr_pools_free: not a live block of this pool");
-    MR_ASSERT(h->size == size && h->align == align, "mr_pools_free: size or alignment differs from the allocation's");
+    if (MRI_MISUSE(h->prev->next != h || h->next->prev != h, ptr, "mr_pools_free: not a live block of this pool") ||
+        MRI_MISUSE(h->size != size || h->align != align, ptr,
+                   "mr_pools_free: size or alignment differs from the allocation's"))
+        return;
     h->prev->next = h->next;
     h->next->prev = h->prev;
     p->direct_count--;
     p->direct_bytes -= size;
-    p->direct_held -= total;
-    p->upstream_deallocations++;
-    mr_deallocate(p->upstream, (char *)ptr - pad, total, direct_align(align));
+    mri_ledger_deallocate(&p->ledger, p->upstream, (char *)ptr - pad, total, direct_align(align));
 }
 
 static void direct_release_all(mr_pools *p)
@@ -361,12 +331,11 @@ static void direct_release_all(mr_pools *p)
         struct direct_hdr *next = h->next;
         size_t pad, total;
         (void)direct_layout(h->size, h->align, &pad, &total); /* held it once: fits */
-        mr_deallocate(p->upstream, (char *)(h + 1) - pad, total, direct_align(h->align));
-        p->upstream_deallocations++;
+        mri_ledger_deallocate(&p->ledger, p->upstream, (char *)(h + 1) - pad, total, direct_align(h->align));
         h = next;
     }
     p->direct.prev = p->direct.next = &p->direct;
-    p->direct_count = p->direct_bytes = p->direct_held = 0;
+    p->direct_count = p->direct_bytes = 0;
 }
 
 /* ---- allocation ---- */
@@ -382,7 +351,7 @@ MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t a
     struct mri_pools_class *c = &p->hot.classes[i];
     void *b = c->free;
     if (b != NULL) { /* only callers built with ASan come here with a free block */
-        c->free = link_get(b);
+        c->free = mri_link_get(b);
     } else {
         if (c->bump == c->end && !class_refill(p, c))
             return NULL; /* errno set, nothing changed */
@@ -398,10 +367,7 @@ MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t a
 MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size, size_t align)
 {
     MR_ASSERT(p != NULL, "mr_pools_free: pool is NULL");
-    if (ptr == NULL)
-        return;
-    MR_ASSERT(mri_is_pow2(align), "mr_pools_free: alignment is not a power of two");
-    if (!mri_is_pow2(align))
+    if (ptr == NULL || MRI_MISUSE(!mri_is_pow2(align), ptr, "mr_pools_free: alignment is not a power of two"))
         return; /* no allocation had it */
     size_t i;
     if (!pooled(p, size, align, &i)) {
@@ -424,22 +390,17 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
 
 /* ---- resource view ---- */
 
-static mr_pools *from_resource(const mr_resource *r)
+static void *view_allocate(mr_resource *self, size_t size, size_t align)
 {
-    return (mr_pools *)(void *)((char *)(uintptr_t)r - offsetof(struct mr_pools, resource));
+    return mr_pools_alloc(mri_container_of(self, mr_pools, resource), size, align);
 }
 
-static void *res_allocate(mr_resource *self, size_t size, size_t align)
+static void view_deallocate(mr_resource *self, void *ptr, size_t size, size_t align)
 {
-    return mr_pools_alloc(from_resource(self), size, align);
+    mr_pools_free(mri_container_of(self, mr_pools, resource), ptr, size, align);
 }
 
-static void res_deallocate(mr_resource *self, void *ptr, size_t size, size_t align)
-{
-    mr_pools_free(from_resource(self), ptr, size, align);
-}
-
-static const struct mr_resource_ops pools_ops = {res_allocate, res_deallocate, NULL};
+static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
 
 MR_API mr_resource *mr_pools_resource(mr_pools *p)
 {
@@ -464,22 +425,23 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     size_t nclasses = last + 1;
     size_t off = mri_align_up_nocheck(sizeof(struct mr_pools), HEADER_ALIGN);
     size_t bytes = off + nclasses * sizeof(struct mri_pools_class); /* small: no overflow */
-    mr_pools *p = mr_allocate(up, bytes, HEADER_ALIGN);
+    mri_ledger ledger = {0};
+    mr_pools *p = mri_ledger_allocate(&ledger, up, bytes, HEADER_ALIGN);
     if (p == NULL)
         return NULL;
     memset(p, 0, bytes);
+    p->ledger = ledger;
     p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
     p->hot.pool_max = class_size(last);
     for (size_t i = 0; i < nclasses; i++)
         p->hot.classes[i].size = class_size(i);
-    p->resource.ops = &pools_ops;
+    p->resource.ops = &view_ops;
     p->upstream = up;
     p->nclasses = nclasses;
     p->header_bytes = bytes;
     p->max_blocks_opt = o.max_blocks_per_chunk;
     p->direct.prev = p->direct.next = &p->direct;
-    p->upstream_allocations = 1;
-    note_held(p);
+    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
     return p;
 }
 
@@ -492,8 +454,7 @@ MR_API void mr_pools_release(mr_pools *p)
         const size_t align = class_align(c->size);
         for (struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
             mri_track_unpoison((void *)r->base, r->bytes);
-            mr_deallocate(p->upstream, (void *)r->base, r->bytes, align);
-            p->upstream_deallocations++;
+            mri_ledger_deallocate(&p->ledger, p->upstream, (void *)r->base, r->bytes, align);
         }
         c->free = NULL;
         c->bump = c->end = 0;
@@ -503,13 +464,12 @@ MR_API void mr_pools_release(mr_pools *p)
     /* records last: the loop above read them */
     for (struct rec_page *pg = p->rec_pages, *next; pg != NULL; pg = next) {
         next = pg->next;
-        mr_deallocate(p->upstream, pg, pg->bytes, alignof(struct rec_page));
-        p->upstream_deallocations++;
+        mri_ledger_deallocate(&p->ledger, p->upstream, pg, pg->bytes, alignof(struct rec_page));
     }
     p->rec_pages = NULL;
     p->rec_ptr = p->rec_end = 0;
-    p->rec_bytes = 0;
-    p->chunk_bytes = 0;
+    MR_ASSERT_INTERNAL(p->ledger.held == p->header_bytes);
+    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
 }
 
 MR_API void mr_pools_reset(mr_pools *p)
@@ -536,9 +496,8 @@ MR_API void mr_pools_destroy(mr_pools *p)
     if (p == NULL)
         return;
     mr_pools_release(p);
-    mr_resource *up = p->upstream;
-    size_t bytes = p->header_bytes;
-    mr_deallocate(up, p, bytes, HEADER_ALIGN);
+    mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
+    mri_ledger_deallocate(&ledger, p->upstream, p, p->header_bytes, HEADER_ALIGN);
 }
 
 /* ---- queries ---- */
@@ -572,29 +531,18 @@ MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
         in_use += (c->allocations - c->frees) * c->size;
         allocations += c->allocations;
     }
+    mri_ledger_stats(&p->ledger, out);
     out->in_use = in_use;
-    out->held = held_now(p);
-    out->peak_held = p->peak_held;
     out->allocations = allocations;
-    out->upstream_allocations = p->upstream_allocations;
-    out->upstream_deallocations = p->upstream_deallocations;
 }
 
 /* ---- invariants ---- */
 
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            fprintf(stderr, "mr_pools_check(%p): ", (const void *)p); \
-            fprintf(stderr, __VA_ARGS__);                         \
-            fputc('\n', stderr);                                  \
-            return false;                                         \
-        }                                                         \
-    } while (0)
+#define CHECK(cond, ...) MRI_VERIFY(cond, "mr_pools_check", (const void *)p, __VA_ARGS__)
 
-/* Checks class i; adds its chunk bytes to *chunk_bytes and its records to
- * *records. */
-static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t *records)
+/* Checks class i; adds its chunk bytes to *chunk_bytes, its chunks to
+ * *records (at most max_records in all: a cycle ends there). */
+static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t *records, size_t max_records)
 {
     const struct mri_pools_class *c = &p->hot.classes[i];
     const size_t s = c->size;
@@ -605,8 +553,7 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
     bool seen_current = false;
     const size_t align = class_align(s);
     for (const struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
-        CHECK(++*records <= p->rec_bytes / sizeof *r, "class %zu (%zu B): chunk list longer than the records held", i,
-              s);
+        CHECK(++*records <= max_records, "class %zu (%zu B): chunk list longer than the records held", i, s);
         CHECK(r->blocks >= 1 && r->blocks <= r->bytes / s, "class %zu (%zu B): chunk %p has %zu blocks in %zu bytes", i,
               s, (void *)r->base, r->blocks, r->bytes);
         CHECK(r->base % align == 0 && r->bytes % 64 == 0, "class %zu (%zu B): chunk %p of %zu bytes misaligned", i, s,
@@ -629,7 +576,7 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
     else
         CHECK(seen_current, "class %zu (%zu B): current chunk not in the class's list", i, s);
     size_t nfree = 0;
-    for (const void *b = c->free; b != NULL; b = link_get(b)) {
+    for (const void *b = c->free; b != NULL; b = mri_link_get(b)) {
         CHECK(++nfree <= capacity, "class %zu (%zu B): free list longer than the capacity %zu (cycle?)", i, s,
               capacity);
         uintptr_t a = (uintptr_t)b;
@@ -656,25 +603,25 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
 
 MR_API bool mr_pools_check(const mr_pools *p)
 {
-    CHECK(p != NULL, "pool is NULL");
+    if (p == NULL) {
+        mri_verify_report("mr_pools_check", p, "pool is NULL");
+        return false;
+    }
     CHECK(p->hot.classes != NULL && p->nclasses >= 1 && p->hot.pool_max == class_size(p->nclasses - 1),
           "class table: %zu classes, pool_max %zu", p->nclasses, p->hot.pool_max);
-    size_t chunk_bytes = 0, records = 0;
-    for (size_t i = 0; i < p->nclasses; i++)
-        if (!check_class(p, i, &chunk_bytes, &records))
-            return false;
-    CHECK(chunk_bytes == p->chunk_bytes, "chunks hold %zu bytes, counted %zu", chunk_bytes, p->chunk_bytes);
     size_t pages = 0;
     for (const struct rec_page *pg = p->rec_pages; pg != NULL; pg = pg->next) {
         CHECK(pg->bytes == REC_PAGE_BYTES, "record page %p of %zu bytes", (const void *)pg, pg->bytes);
         pages++;
     }
-    CHECK(pages * REC_PAGE_BYTES == p->rec_bytes, "%zu record pages, %zu bytes counted", pages, p->rec_bytes);
     size_t used_last = p->rec_pages != NULL ? (p->rec_ptr - ((uintptr_t)p->rec_pages + REC_FIRST)) / sizeof(struct chunk_rec) : 0;
-    CHECK(records == (pages != 0 ? (pages - 1) * RECS_PER_PAGE + used_last : 0),
-          "%zu chunk records in the class lists, %zu handed out", records,
-          pages != 0 ? (pages - 1) * RECS_PER_PAGE + used_last : 0);
-    size_t n = 0, bytes = 0, held = 0;
+    size_t handed_out = pages != 0 ? (pages - 1) * RECS_PER_PAGE + used_last : 0;
+    size_t chunk_bytes = 0, records = 0;
+    for (size_t i = 0; i < p->nclasses; i++)
+        if (!check_class(p, i, &chunk_bytes, &records, handed_out))
+            return false;
+    CHECK(records == handed_out, "%zu chunk records in the class lists, %zu handed out", records, handed_out);
+    size_t n = 0, bytes = 0, direct_held = 0;
     for (const struct direct_hdr *h = p->direct.next; h != &p->direct; h = h->next) {
         CHECK(h->next->prev == h && h->prev->next == h, "direct block %p: list links broken", (const void *)(h + 1));
         CHECK(++n <= p->direct_count, "direct list longer than the %zu counted (cycle?)", p->direct_count);
@@ -683,11 +630,11 @@ MR_API bool mr_pools_check(const mr_pools *p)
               "direct block %p: bad size %zu / alignment %zu", (const void *)(h + 1), h->size, h->align);
         CHECK((uintptr_t)(h + 1) % h->align == 0, "direct block %p not aligned to %zu", (const void *)(h + 1), h->align);
         bytes += h->size;
-        held += total;
+        direct_held += total;
     }
-    CHECK(n == p->direct_count && bytes == p->direct_bytes && held == p->direct_held,
-          "direct blocks: %zu / %zu B / %zu B held, counted %zu / %zu / %zu", n, bytes, held, p->direct_count,
-          p->direct_bytes, p->direct_held);
-    CHECK(held_now(p) <= p->peak_held, "held %zu > peak %zu", held_now(p), p->peak_held);
-    return true;
+    CHECK(n == p->direct_count && bytes == p->direct_bytes, "direct blocks: %zu / %zu B, counted %zu / %zu B", n, bytes,
+          p->direct_count, p->direct_bytes);
+    return mri_ledger_verify(&p->ledger, "mr_pools_check", p,
+                             p->header_bytes + pages * REC_PAGE_BYTES + chunk_bytes + direct_held,
+                             1 + pages + records + n);
 }

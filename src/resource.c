@@ -25,9 +25,8 @@ MR_API void *mr_allocate(mr_resource *r, size_t size, size_t align)
 MR_API void mr_deallocate(mr_resource *r, void *p, size_t size, size_t align)
 {
     MR_ASSERT(r != NULL, "mr_deallocate: resource is NULL");
-    if (p == NULL)
-        return;
-    MR_ASSERT(mri_is_pow2(align), "mr_deallocate: alignment is not a power of two");
+    if (p == NULL || MRI_MISUSE(!mri_is_pow2(align), p, "mr_deallocate: alignment is not a power of two"))
+        return; /* no allocation had that alignment */
     r->ops->deallocate(r, p, size, align);
 }
 
@@ -114,13 +113,4 @@ MR_API mr_resource *mr_set_default_resource(mr_resource *r)
 {
     mr_resource *old = atomic_exchange_explicit(&default_resource, r, memory_order_acq_rel);
     return old != NULL ? old : &malloc_resource;
-}
-
-/* ---- assertion failure (all tiers) ---- */
-
-void mri_assert_fail(const char *expr, const char *msg, const char *file, int line, const char *func)
-{
-    fprintf(stderr, "memres: %s:%d: %s: %s (assertion '%s' failed)\n", file, line, func, msg, expr);
-    fflush(stderr);
-    abort();
 }

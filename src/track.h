@@ -16,6 +16,8 @@
 #ifndef MEMRES_TRACK_H
 #define MEMRES_TRACK_H
 
+#include <string.h>
+
 #include "memres/resource.h"
 
 #if MR_SANITIZED && defined(__has_include)
@@ -32,5 +34,28 @@
 #  define mri_track_poison(p, n)   ((void)(p), (void)(n))
 #  define mri_track_unpoison(p, n) ((void)(p), (void)(n))
 #endif
+
+/* ---- free-list links ----
+ * A free object (objpool), block (pools) or cached block (blocks) holds the
+ * address of the next one in its first word.  The word is read and written
+ * with memcpy (the memory has the user's types; a char-typed copy aliases
+ * them all) and, in ASan builds, unpoisoned only for the access. */
+#define MRI_LINK sizeof(void *)
+
+static inline void *mri_link_get(const void *obj)
+{
+    void *next;
+    mri_track_unpoison(obj, MRI_LINK);
+    memcpy(&next, obj, MRI_LINK);
+    mri_track_poison(obj, MRI_LINK);
+    return next;
+}
+
+static inline void mri_link_set(void *obj, void *next)
+{
+    mri_track_unpoison(obj, MRI_LINK);
+    memcpy(obj, &next, MRI_LINK);
+    mri_track_poison(obj, MRI_LINK);
+}
 
 #endif /* MEMRES_TRACK_H */

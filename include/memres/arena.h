@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memres/pages.h"
 #include "memres/resource.h"
 
 #ifdef __cplusplus
@@ -29,18 +30,29 @@ extern "C" {
 typedef struct mr_arena mr_arena;
 
 typedef struct mr_arena_options {
-    mr_resource *upstream;  /* NULL: mr_get_default_resource() at create time.
-                               When it is the malloc resource, blocks of 2 MiB
-                               and more are mapped from mr_page_resource_huge()
-                               (2 MiB-aligned, transparent huge pages) */
+    mr_resource *upstream;  /* NULL: mr_get_default_resource() at create time */
     void  *buffer;          /* optional first buffer, not owned, reused by reset;
                                the arena's own header is carved from it */
-    size_t buffer_size;     /* bytes at buffer; must hold the header (~200 B) */
-    size_t block_size;      /* first block from upstream; 0: 4 KiB */
-    size_t max_block_size;  /* cap on geometric growth; 0: 2 MiB */
+    size_t buffer_size;     /* bytes at buffer: at least MR_ARENA_BUFFER_MIN */
+    size_t block_size;      /* first block from upstream; 0: 4 KiB; smaller
+                               than 256 bytes: 256 */
+    size_t max_block_size;  /* cap on geometric growth; 0: 2 MiB (or block_size
+                               when that is larger); SIZE_MAX and other sizes
+                               no block can have: EINVAL */
     size_t limit;           /* most bytes held from upstream at any time
                                (header included); 0: no limit */
+    mr_huge_pages huge_pages; /* blocks of MR_HUGE_PAGE_SIZE or more from
+                               mr_page_resource_huge() (memres/pages.h: the
+                               same rule as the block pool's).  AUTO (0): when
+                               the upstream is the malloc resource -- the
+                               default -- so big arenas get 2 MiB-aligned
+                               THP-advised blocks; ON: always (such blocks
+                               bypass the upstream); OFF: never. */
 } mr_arena_options;
+
+/* The smallest buffer an arena can be created over: its header and one
+ * aligned object always fit, whatever the buffer's alignment. */
+#define MR_ARENA_BUFFER_MIN ((size_t)320)
 
 /* The alignment of mr_arena_alloc: alignof(max_align_t) (16 on x86-64). */
 #define MR_ARENA_ALIGN ((size_t)_Alignof(max_align_t))
@@ -67,8 +79,10 @@ typedef struct mr_arena_mark {
  * rounded to 64 bytes (below a page) or to pages: never a power of two plus
  * a header.
  * Errors: NULL with EINVAL (buffer without size or size without buffer,
- * buffer too small for the header, block_size > max_block_size when both are
- * given), ENOMEM (upstream failed, limit too small). */
+ * buffer_size below MR_ARENA_BUFFER_MIN, block_size > max_block_size when
+ * both are given, a block size that cannot be rounded to pages within
+ * PTRDIFF_MAX, huge_pages not one of its three values), ENOMEM (upstream
+ * failed, limit too small for the header). */
 MR_API mr_arena *mr_arena_create(const mr_arena_options *opts);
 
 /* Runs every pending cleanup (LIFO), returns all memory upstream, frees the
@@ -76,7 +90,7 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts);
 MR_API void mr_arena_destroy(mr_arena *a);
 
 /* Out-of-line slow path of the allocation functions; not for direct use. */
-MR_API void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align);
+MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align);
 
 /* Private: the fields the inline fast paths read, first in struct mr_arena. */
 struct mri_arena_hot {
@@ -92,25 +106,11 @@ struct mri_arena_hot {
  * them because no block lies within this distance of the top of memory. */
 #define MRI_ARENA_INLINE_MAX ((size_t)1 << 20)
 
-/* MR_ARENA_NO_COUNT: define it (to 1) before including memres headers to
- * drop the allocation counter from the inline path.  The counter is one
- * read-modify-write per allocation; on the tightest loops (binary-trees: ~4
- * cycles and ~25 instructions per node) that is 3% of the instructions and
- * measured 0-10% of the time, depending on code layout (docs/BENCHMARKS.md).
- * Without it,
- * mr_stats.allocations counts only the allocations made out of line (new
- * blocks, large or over-aligned requests, calloc/strdup/sprintf/defer, and
- * everything in sanitizer builds).  Everything else is unchanged; translation
- * units with and without it may share an arena. */
-#ifndef MR_ARENA_NO_COUNT
-#  define MR_ARENA_NO_COUNT 0
-#endif
-
 /* Allocates size bytes aligned to MR_ARENA_ALIGN.  size 0: a valid non-NULL
  * pointer.  Failure: NULL, errno = ENOMEM, nothing changed.  The memory is
  * uninitialised and lives until a rewind past it, reset, release or destroy.
  * Common case inline: compare, bump, count (6 instructions for a constant
- * size; 5 with MR_ARENA_NO_COUNT). */
+ * size). */
 static inline void *mr_arena_alloc(mr_arena *a, size_t size)
 {
 #if !MR_SANITIZED
@@ -121,9 +121,7 @@ static inline void *mr_arena_alloc(mr_arena *a, size_t size)
         if (MR_LIKELY(np <= h->end)) {
             MR_ASSUME(p != 0); /* ptr is never NULL: the caller's NULL check folds away */
             h->ptr = np;
-#if !MR_ARENA_NO_COUNT
             h->allocations++;
-#endif
             return (void *)p;
         }
     }
@@ -171,7 +169,7 @@ static inline mr_arena_mark mr_arena_save(const mr_arena *a)
 }
 
 /* Out-of-line part of mr_arena_rewind; not for direct use. */
-MR_API void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m);
+MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m);
 
 /* Frees everything allocated after m was saved, running the cleanups
  * registered after it (LIFO) first.  Memory is kept: allocating the same
@@ -190,6 +188,33 @@ static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
     }
 #endif
     mri_arena_rewind_slow(a, m);
+}
+
+/* Private: is p (an allocation of size bytes from a) the newest allocation
+ * of the current block?  Then it can be resized or given back in place.
+ * For a genuine allocation, ptr - p == size rounded can hold only for the
+ * newest one: an allocation of an older block ends before the current
+ * block's data begins.  Shared by mr_arena_realloc, the resource view and
+ * the C++ bridge (memres.hpp). */
+static inline bool mri_arena_is_newest(const mr_arena *a, const void *p, size_t size)
+{
+    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
+    return h->cur != NULL && size <= (size_t)PTRDIFF_MAX &&
+           h->ptr - (uintptr_t)p == ((size + MR_ARENA_ALIGN - 1) & ~(uintptr_t)(MR_ARENA_ALIGN - 1));
+}
+
+/* Private: gives back p (size bytes) when it is the newest allocation: the
+ * resource view's deallocate, inline for the C++ bridge.  Out of line in
+ * sanitizer builds, which poison what comes back. */
+MR_API void mri_arena_free_newest_slow(mr_arena *a, void *p, size_t size);
+static inline void mri_arena_free_newest(mr_arena *a, void *p, size_t size)
+{
+#if !MR_SANITIZED
+    if (mri_arena_is_newest(a, p, size))
+        ((struct mri_arena_hot *)(void *)a)->ptr = (uintptr_t)p;
+#else
+    mri_arena_free_newest_slow(a, p, size);
+#endif
 }
 
 /* Frees everything (cleanups run first) and keeps every block for reuse, in

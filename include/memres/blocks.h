@@ -1,15 +1,7 @@
-/* memres/blocks.h -- the OS page source and the caching block pool.
+/* memres/blocks.h -- the caching block pool (the page source under it is
+ * memres/pages.h).
  *
- * Page source.  mr_page_resource() is an mr_resource straight over the OS
- * (mmap/munmap): every request is rounded up to whole pages, alignments above
- * the page size are honoured by over-mapping and trimming, and nothing is
- * cached.  mr_page_resource_huge() is the same, except that regions of
- * MR_HUGE_PAGE_SIZE (2 MiB) or more are aligned to 2 MiB and advised
- * MADV_HUGEPAGE, so that transparent huge pages can back them (fewer TLB
- * misses and page faults for big arenas).  Memory from either may be
- * returned through either: they are equal resources.
- *
- * Block pool.  An mr_blocks hands out fixed-size blocks (default 64 KiB, any
+ * An mr_blocks hands out fixed-size blocks (default 64 KiB, any
  * power of two from MR_BLOCKS_MIN_SIZE up, 2 MiB and more), each aligned to
  * its size, so the block that holds any address is found by masking
  * (mr_blocks_block_of).  Blocks put back are cached for the next get, up to
@@ -48,43 +40,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memres/pages.h"
 #include "memres/resource.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- page source ---- */
-
-/* The size whose aligned regions transparent huge pages can back. */
-#define MR_HUGE_PAGE_SIZE ((size_t)2 << 20)
-
-/* The OS page size (sysconf), cached after the first call.  A power of two;
- * 4096 when the OS does not say.  Thread-safe. */
-MR_API size_t mr_page_size(void);
-
-/* The page source: a process-wide, stateless, thread-safe resource over
- * mmap/munmap.  Never NULL.
- *   allocate(size, align): size rounded up to whole pages (size 0: one page,
- *     a valid unique pointer); memory is zeroed (fresh pages); any
- *     power-of-two align, above the page size by mapping size + align - page
- *     and unmapping the unaligned head and tail.  size > PTRDIFF_MAX, or a
- *     size + align that does not fit in size_t, or the OS refusing:
- *     NULL, errno = ENOMEM.
- *   deallocate(p, size, align): unmaps the same page-rounded length;
- *     deallocating part of a region is not supported.
- * Equal to mr_page_resource_huge(). */
-MR_API mr_resource *mr_page_resource(void);
-
-/* As mr_page_resource(), but a request whose page-rounded size is at least
- * MR_HUGE_PAGE_SIZE is aligned to MR_HUGE_PAGE_SIZE (or its own larger align)
- * and advised MADV_HUGEPAGE, so that THP backs it where the OS enables THP
- * for madvised regions ("madvise" or "always" in
- * /sys/kernel/mm/transparent_hugepage/enabled).  The advice is best effort:
- * where the OS has no huge pages the memory is ordinary pages.  Smaller
- * requests are served exactly as mr_page_resource() serves them (no RSS is
- * inflated for small regions).  Never NULL; thread-safe. */
-MR_API mr_resource *mr_page_resource_huge(void);
 
 /* ---- block pool ---- */
 
@@ -98,6 +59,11 @@ typedef struct mr_blocks mr_blocks;
 #define MR_BLOCKS_UNLIMITED        ((size_t)-1)
 
 typedef struct mr_blocks_options {
+    mr_resource *upstream;  /* where blocks (and requests larger than a block,
+                               through mr_blocks_resource) come from;
+                               NULL: mr_page_resource().  Called only under
+                               the pool's lock; must not call back into this
+                               pool; must outlive the pool. */
     size_t block_size;      /* power of two >= MR_BLOCKS_MIN_SIZE; 0: 64 KiB.
                                With the page source, sizes below the page size
                                still map a page per block. */
@@ -105,22 +71,20 @@ typedef struct mr_blocks_options {
                                0: MR_BLOCKS_DEFAULT_MAX_FREE (32 MiB);
                                MR_BLOCKS_UNLIMITED: keep all; a value below
                                block_size (e.g. 1): keep none */
-    bool   huge_pages;      /* take blocks from mr_page_resource_huge(): blocks
-                               of 2 MiB or more get THP; smaller blocks are
-                               unaffected.  Only with upstream == NULL. */
-    mr_resource *upstream;  /* where blocks (and requests larger than a block,
-                               through mr_blocks_resource) come from;
-                               NULL: mr_page_resource() (or _huge).  Called
-                               only under the pool's lock; must not call back
-                               into this pool; must outlive the pool. */
+    mr_huge_pages huge_pages; /* blocks of MR_HUGE_PAGE_SIZE or more from
+                               mr_page_resource_huge() (pages.h: the same rule
+                               as the arena's).  AUTO (0): when the upstream is
+                               the page source (NULL) or the malloc resource;
+                               ON (true): always; OFF: never.  Smaller blocks
+                               are unaffected. */
 } mr_blocks_options;
 
 /* Creates a block pool.  opts may be NULL (all defaults).  No block is taken
  * until the first get; the pool's own header (a few hundred bytes) is taken
  * from the upstream now (a page, with the page source).
  * Errors: NULL with EINVAL (block_size not a power of two, below
- * MR_BLOCKS_MIN_SIZE or above PTRDIFF_MAX; huge_pages with an upstream),
- * ENOMEM (the upstream failed). */
+ * MR_BLOCKS_MIN_SIZE or above PTRDIFF_MAX; huge_pages not one of the three
+ * values), ENOMEM (the upstream failed). */
 MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts);
 
 /* Returns every cached block and the header to the upstream.  NULL: no-op.

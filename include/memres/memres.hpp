@@ -9,8 +9,7 @@
  *                             std::pmr::memory_resource, so memres allocators
  *                             can take a std::pmr resource as upstream.
  * And RAII owners: memres::arena (mr_arena), memres::objpool (mr_objpool),
- * memres::pools (mr_pools) -- the last two when their headers are present --
- * plus memres::arena_allocator<T>, a std::allocator-like allocator over an
+ * memres::pools (mr_pools), plus memres::arena_allocator<T>, a std::allocator-like allocator over an
  * arena with no virtual call at all.
  *
  * Errors: the C API returns NULL with errno; the C++ side throws
@@ -69,16 +68,14 @@ namespace detail {
  * bump per allocate; deallocate gives back only the newest allocation (a
  * temporary freed at once) and otherwise does nothing, like
  * std::pmr::monotonic_buffer_resource: memory comes back with the arena's
- * rewind, reset or release.  Constructed from an mr_pools * (when pools.h is
- * built), it is mr_pools_resource with mr_pools_alloc / mr_pools_free
- * inlined. */
+ * rewind, reset or release (the arena's own rule, mri_arena_free_newest in
+ * arena.h).  Constructed from an mr_pools *, it is mr_pools_resource with
+ * mr_pools_alloc / mr_pools_free inlined. */
 class resource_adaptor final : public std::pmr::memory_resource {
 public:
     explicit resource_adaptor(mr_resource *r) noexcept : r_(r), arena_(nullptr), pools_(nullptr) {}
     explicit resource_adaptor(mr_arena *a) noexcept : r_(mr_arena_resource(a)), arena_(a), pools_(nullptr) {}
-#if defined(MEMRES_POOLS_H)
     explicit resource_adaptor(mr_pools *p) noexcept : r_(mr_pools_resource(p)), arena_(nullptr), pools_(p) {}
-#endif
 
     /* The wrapped resource (for an arena or pools: their mr_resource view). */
     mr_resource *resource() const noexcept { return r_; }
@@ -89,10 +86,8 @@ private:
         void *p;
         if (arena_ != nullptr)
             p = mr_arena_alloc_aligned(arena_, bytes, align);
-#if defined(MEMRES_POOLS_H)
         else if (pools_ != nullptr)
             p = mr_pools_alloc(pools_, bytes, align);
-#endif
         else
             p = mr_allocate(r_, bytes, align);
         if (MR_UNLIKELY(p == nullptr))
@@ -103,26 +98,14 @@ private:
     void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
     {
         if (arena_ != nullptr) {
-#if !MR_SANITIZED
-            /* mr_arena_resource's rule inline: only the newest allocation of
-             * the current block is given back (a temporary freed at once);
-             * anything else waits for rewind, reset or release. */
-            auto *h = reinterpret_cast<mri_arena_hot *>(arena_);
-            std::uintptr_t q = reinterpret_cast<std::uintptr_t>(p);
-            if (h->ptr - q == ((bytes + MR_ARENA_ALIGN - 1) & ~(MR_ARENA_ALIGN - 1)))
-                h->ptr = q;
             (void)align;
-#else
-            mr_deallocate(r_, p, bytes, align);
-#endif
+            mri_arena_free_newest(arena_, p, bytes);
             return;
         }
-#if defined(MEMRES_POOLS_H)
         if (pools_ != nullptr) {
             mr_pools_free(pools_, p, bytes, align);
             return;
         }
-#endif
         mr_deallocate(r_, p, bytes, align);
     }
 
@@ -140,11 +123,7 @@ private:
 
     mr_resource *r_;
     mr_arena *arena_; /* non-NULL: r_ is this arena's resource; inline fast path */
-#if defined(MEMRES_POOLS_H)
     mr_pools *pools_; /* non-NULL: r_ is this mr_pools's resource; inline fast path */
-#else
-    void *pools_;     /* unused without pools.h */
-#endif
 };
 
 /* ---------------------------------------------------------------------------
@@ -345,9 +324,6 @@ private:
     mr_arena *a_;
 };
 
-#if defined(__has_include)
-#  if __has_include("memres/objpool.h")
-#    define MEMRES_HPP_HAS_OBJPOOL 1
 /* ---------------------------------------------------------------------------
  * objpool: owns an mr_objpool of objects of one size.
  * Construction throws std::invalid_argument (object_size 0, bad alignment)
@@ -389,9 +365,6 @@ public:
 private:
     mr_objpool *p_;
 };
-#  endif
-#  if __has_include("memres/pools.h")
-#    define MEMRES_HPP_HAS_POOLS 1
 /* ---------------------------------------------------------------------------
  * pools: owns an mr_pools (size classes).  pmr() is a resource_adaptor over
  * it (mr_pools_alloc / mr_pools_free inline): a drop-in for
@@ -444,9 +417,6 @@ private:
     mr_pools *p_;
     resource_adaptor pmr_;
 };
-#  endif
-#endif
-
 } // namespace memres
 
 #endif /* MEMRES_MEMRES_HPP */

@@ -54,7 +54,7 @@ typedef struct mr_objpool_options {
 #define MR_OBJPOOL_DEFAULT_OBJECTS_PER_BLOCK ((size_t)1024)
 
 /* Creates a pool of objects of object_size bytes aligned to align.  opts may
- * be NULL (all defaults).  Only the pool's header (about a hundred bytes)
+ * be NULL (all defaults).  Only the pool's header (160 bytes on 64-bit)
  * is taken from upstream now; the first block comes with the first
  * allocation.  Each block is exactly objects_per_block * (rounded size)
  * bytes, requested from upstream with the pool's alignment (any power of

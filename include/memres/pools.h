@@ -20,7 +20,7 @@
  *
  * Direct requests: sizes above largest_required_pool_block (rounded up to a
  * class) and alignments above MR_POOLS_MAX_ALIGN go straight to the upstream
- * resource, with a 16-byte header (or one alignment unit, when it is larger)
+ * resource, with a 32-byte header (or one alignment unit, when it is larger)
  * before the block that links it into the pool's list of direct blocks, so
  * mr_pools_free returns such a block upstream at once and release/destroy
  * return any still held.
@@ -96,8 +96,8 @@ MR_API void mr_pools_destroy(mr_pools *p);
 
 /* Out-of-line slow paths of mr_pools_alloc and mr_pools_free; not for direct
  * use.  mri_pools_alloc_slow returns the block (or NULL with errno). */
-MR_API void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t align);
-MR_API void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size, size_t align);
+MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t align);
+MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size, size_t align);
 
 /* Private: one size class.  Invariants: bump and end lie in the class's
  * current chunk (bump == end == 0 before its first chunk) and end - bump is
@@ -129,7 +129,7 @@ struct mri_pools_hot {
 static inline size_t mri_pools_class_of(size_t x)
 {
     /* 63 ^ clz is the bit index (one bsr); x | 64 makes sizes <= 128 take k = 6 */
-    unsigned k = 63u ^ (unsigned)__builtin_clzll((unsigned long long)(x | 64u));
+    unsigned k = 63u ^ (unsigned)MR_CLZLL((unsigned long long)(x | 64u));
     return (x >> (k - 2u)) + ((size_t)k << 2) - 24u;
 }
 

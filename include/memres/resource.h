@@ -5,13 +5,24 @@
  * adaptor.  Every memres allocator is itself an mr_resource and takes another
  * one as its upstream, so they stack (like C++17 std::pmr::memory_resource).
  *
- * The contract for every resource (checked by mr_allocate before dispatch):
+ * The contract for every resource:
  *   - alignment must be a non-zero power of two, else NULL with errno = EINVAL
- *     and the resource is never called;
+ *     and the resource is never called (the one clause mr_allocate checks
+ *     before dispatch, so no implementation sees a bad alignment);
  *   - an allocation that cannot be satisfied returns NULL with errno = ENOMEM
  *     and changes no state; nothing aborts or prints;
  *   - size 0 returns a valid non-NULL pointer that must not be dereferenced;
  *   - deallocate receives the same size and alignment that allocate got.
+ * The last three are promises each implementation keeps (and the tests
+ * check); mr_allocate cannot verify them.
+ *
+ * Options structs (mr_arena_options, mr_pools_options, ...) only ever grow
+ * at the end, and the zero value of every new field keeps the old
+ * behaviour: initialise them with designated initialisers or = {0} and a
+ * newer header never changes what your code asks for.  A release that grows
+ * one changes the library's SONAME (libmemres.so.0.MINOR while the major
+ * version is 0), so an old binary never passes a short struct to a new
+ * library.
  */
 #ifndef MEMRES_RESOURCE_H
 #define MEMRES_RESOURCE_H
@@ -20,49 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memres/config.h"
+
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-/* ---- portability macros shared by every public header ---- */
-#if defined(MR_STATIC)
-#  define MR_API
-#elif defined(MR_BUILDING_SHARED) && defined(__GNUC__)
-#  define MR_API __attribute__((visibility("default")))
-#else
-#  define MR_API
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#  define MR_LIKELY(x)   __builtin_expect(!!(x), 1)
-#  define MR_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#  define MR_NOINLINE    __attribute__((noinline))
-#  define MR_MALLOC_LIKE __attribute__((malloc))
-#  define MR_PRINTF(f, a) __attribute__((format(printf, f, a)))
-/* Tells the compiler a condition holds (no code): lets it drop the caller's
- * NULL check after an inline fast path that cannot return NULL. */
-#  define MR_ASSUME(x)   (__builtin_expect(!!(x), 1) ? (void)0 : __builtin_unreachable())
-#else
-#  define MR_LIKELY(x)   (x)
-#  define MR_UNLIKELY(x) (x)
-#  define MR_NOINLINE
-#  define MR_MALLOC_LIKE
-#  define MR_PRINTF(f, a)
-#  define MR_ASSUME(x)   ((void)0)
-#endif
-
-/* MR_SANITIZED is 1 when this translation unit is built with AddressSanitizer.
- * The inline fast paths then call out of line so that the library can poison
- * and unpoison memory (see src/track.h). */
-#if defined(__SANITIZE_ADDRESS__)
-#  define MR_SANITIZED 1
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-#    define MR_SANITIZED 1
-#  endif
-#endif
-#ifndef MR_SANITIZED
-#  define MR_SANITIZED 0
 #endif
 
 typedef struct mr_resource mr_resource;
@@ -83,13 +55,16 @@ struct mr_resource {
 };
 
 /* Statistics every allocator reports (mr_arena_stats, mr_objpool_stats,
- * mr_pools_stats, ...).  Computed on demand; never on a hot path. */
+ * mr_pools_stats, mr_blocks_stats).  Copied out on demand; the inline fast
+ * paths maintain only the allocation counts (one add each), and everything
+ * upstream is kept by one ledger per allocator (src/ledger.h). */
 typedef struct mr_stats {
     size_t in_use;          /* bytes handed out and not yet freed (with any rounding) */
     size_t held;            /* bytes held from upstream now */
     size_t peak_held;       /* most bytes held at once */
-    size_t allocations;     /* successful allocations so far */
-    size_t upstream_allocations, upstream_deallocations;
+    size_t allocations;     /* successful allocations so far: every one, the
+                               inline fast paths included, in every build */
+    size_t upstream_allocations, upstream_deallocations; /* successful calls */
 } mr_stats;
 
 /* Allocates size bytes aligned to align from r.

@@ -1,0 +1,104 @@
+/* src/ledger.h -- upstream accounting, kept once for every allocator
+ * (PostgreSQL keeps it in the MemoryContextData every context embeds).
+ *
+ * Every allocator embeds one mri_ledger and calls its upstream only through
+ * mri_ledger_allocate / mri_ledger_deallocate, so that bytes held, their
+ * peak and the successful upstream calls are counted in one place, on every
+ * path, failure paths included: a failed upstream call counts nothing.  An
+ * optional cap (the arena's `limit`) refuses a request that would take the
+ * bytes held above it, before the upstream is asked.  mr_<object>_stats
+ * copies the ledger (mri_ledger_stats) and adds what only the allocator
+ * knows (in_use, allocations); mr_<object>_check verifies it against what
+ * the allocator actually holds (mri_ledger_verify).
+ *
+ * Invariants (mri_ledger_verify), where `held_walked` and `live_walked` are
+ * what the allocator's walker finds:
+ *   held == held_walked
+ *   upstream_allocations - upstream_deallocations == live_walked
+ *   held <= peak_held
+ *   limit == 0 || held <= limit
+ *
+ * The ledger is not thread-safe: its owner serialises it (the block pool
+ * under its lock).
+ */
+#ifndef MEMRES_LEDGER_H
+#define MEMRES_LEDGER_H
+
+#include "internal.h"
+
+typedef struct mri_ledger {
+    size_t held;                   /* bytes held from upstream now */
+    size_t peak_held;              /* the most held at once */
+    size_t upstream_allocations;   /* successful upstream allocate calls */
+    size_t upstream_deallocations; /* upstream deallocate calls */
+    size_t limit;                  /* cap on held; 0: none */
+} mri_ledger;
+
+/* Does a request of size bytes fit under the cap? */
+static inline bool mri_ledger_fits(const mri_ledger *l, size_t size)
+{
+    return l->limit == 0 || (size <= l->limit && l->held <= l->limit - size);
+}
+
+/* Bytes the cap still allows (SIZE_MAX without one). */
+static inline size_t mri_ledger_room(const mri_ledger *l)
+{
+    return l->limit == 0 ? SIZE_MAX : l->limit - l->held;
+}
+
+/* Records an allocation the caller made itself (the arena's header, carved
+ * before the ledger exists, is the one user). */
+static inline void mri_ledger_note(mri_ledger *l, size_t size)
+{
+    l->upstream_allocations++;
+    l->held += size;
+    if (l->held > l->peak_held)
+        l->peak_held = l->held;
+}
+
+/* size bytes aligned to align from up, counted.  NULL with errno = ENOMEM
+ * (the cap) or the upstream's errno, nothing counted. */
+static inline void *mri_ledger_allocate(mri_ledger *l, mr_resource *up, size_t size, size_t align)
+{
+    if (MR_UNLIKELY(!mri_ledger_fits(l, size)))
+        return mri_fail(ENOMEM);
+    void *p = mr_allocate(up, size, align);
+    if (MR_UNLIKELY(p == NULL))
+        return NULL;
+    mri_ledger_note(l, size);
+    return p;
+}
+
+/* Gives p (from mri_ledger_allocate(l, up, size, align)) back to up. */
+static inline void mri_ledger_deallocate(mri_ledger *l, mr_resource *up, void *p, size_t size, size_t align)
+{
+    MR_ASSERT_INTERNAL(l->held >= size && l->upstream_allocations > l->upstream_deallocations);
+    l->held -= size;
+    l->upstream_deallocations++;
+    mr_deallocate(up, p, size, align);
+}
+
+/* The ledger's part of mr_stats; the caller fills in_use and allocations. */
+static inline void mri_ledger_stats(const mri_ledger *l, mr_stats *out)
+{
+    out->held = l->held;
+    out->peak_held = l->peak_held;
+    out->upstream_allocations = l->upstream_allocations;
+    out->upstream_deallocations = l->upstream_deallocations;
+}
+
+/* Checks the invariants above for the walker `who` of allocator obj.  true,
+ * or one line on stderr and false. */
+static inline bool mri_ledger_verify(const mri_ledger *l, const char *who, const void *obj, size_t held_walked,
+                                     size_t live_walked)
+{
+    MRI_VERIFY(l->held == held_walked, who, obj, "ledger holds %zu bytes, the walk finds %zu", l->held, held_walked);
+    MRI_VERIFY(l->upstream_allocations - l->upstream_deallocations == live_walked, who, obj,
+               "%zu upstream allocations - %zu deallocations != %zu live upstream blocks", l->upstream_allocations,
+               l->upstream_deallocations, live_walked);
+    MRI_VERIFY(l->peak_held >= l->held, who, obj, "peak %zu below held %zu", l->peak_held, l->held);
+    MRI_VERIFY(l->limit == 0 || l->held <= l->limit, who, obj, "held %zu above the limit %zu", l->held, l->limit);
+    return true;
+}
+
+#endif /* MEMRES_LEDGER_H */
