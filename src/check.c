@@ -3,20 +3,54 @@
  *
  * Three kinds of report, each one line on stderr starting "memres: ":
  *   mri_misuse       a caller misused the API (debug builds; the caller
- *                    then takes its safe way out if this returns).  Today
- *                    it aborts; it is the one place a user-set violation
- *                    handler will plug in.
+ *                    then takes its safe way out if this returns).  It
+ *                    calls the user's violation handler
+ *                    (mr_set_violation_handler), else prints and aborts.
  *   mri_check_fail   an invariant of memres itself failed: a bug, or memory
  *                    corrupted behind the allocator's back.  Aborts.
  *   mri_verify_report  a walker (mr_<object>_check) found a violation; the
  *                    walker returns false to its caller.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 
 #include "internal.h"
 
+/* The handler and its ctx, published together: a reader never pairs one
+ * handler with another's ctx. */
+struct handler {
+    mr_violation_fn *fn;
+    void *ctx;
+};
+static struct handler default_handler; /* fn NULL: print and abort */
+static _Atomic(const struct handler *) current = &default_handler;
+static struct handler slots[2];           /* set alternates between them */
+static atomic_flag setting = ATOMIC_FLAG_INIT;
+static unsigned next_slot;
+
+MR_API void mr_set_violation_handler(mr_violation_fn *fn, void *ctx)
+{
+    while (atomic_flag_test_and_set_explicit(&setting, memory_order_acquire))
+        ; /* setters are rare: spin */
+    if (fn == NULL) {
+        atomic_store_explicit(&current, &default_handler, memory_order_release);
+    } else {
+        struct handler *h = &slots[next_slot];
+        next_slot ^= 1u;
+        h->fn = fn;
+        h->ctx = ctx;
+        atomic_store_explicit(&current, h, memory_order_release);
+    }
+    atomic_flag_clear_explicit(&setting, memory_order_release);
+}
+
 void mri_misuse(const char *what, const void *ptr, const char *file, int line, const char *func)
 {
+    const struct handler *h = atomic_load_explicit(&current, memory_order_acquire);
+    if (h->fn != NULL) {
+        h->fn(what, ptr, h->ctx);
+        return;
+    }
     fprintf(stderr, "memres: misuse: %s (pointer %p) at %s:%d in %s\n", what, ptr, file, line, func);
     fflush(stderr);
     abort();

@@ -33,8 +33,8 @@
  *       The caller takes its safe way out (ignore the call, stop a walk), so
  *       release builds stay memory-safe; at MR_DEBUG >= 1 the misuse is
  *       reported first through mri_misuse(), the one place every detected
- *       misuse goes (it prints one line and aborts; the reliability work
- *       turns it into the user's violation handler, which may return).
+ *       misuse goes: the user's violation handler (mr_set_violation_handler,
+ *       resource.h), which may return, or by default one line and abort.
  *   MR_ASSERT(e, msg)           a misuse check with no way out: reported at
  *       MR_DEBUG >= 1, compiled out below.
  *   MR_ASSERT_INTERNAL(e)       our own logic (>= 2) and

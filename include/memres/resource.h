@@ -102,6 +102,25 @@ MR_API mr_resource *mr_get_default_resource(void);
  * r NULL restores the malloc resource.  r must outlive its use as default. */
 MR_API mr_resource *mr_set_default_resource(mr_resource *r);
 
+/* ---- misuse: one handler for everything memres detects ----
+ * Misuse that memres detects -- in the tracking adaptor (adaptors.h) and in
+ * the debug-build checks of every allocator (double free, foreign pointer,
+ * size or alignment mismatch, stale or foreign mark, leaked blocks at
+ * destroy, ...) -- calls the violation handler with a short description and
+ * the pointer concerned (or NULL).  The default handler prints one line to
+ * stderr and aborts.  A handler that returns lets the call go on: memres
+ * then takes its safe way out (the call is ignored or stopped short), so a
+ * test can record misuse without dying.  The allocator checks run at
+ * MR_DEBUG >= 1 (any build without NDEBUG, or -DMEMRES_DEBUG=1..3); release
+ * builds detect less and report nothing, but still take the safe way out
+ * where the check costs nothing measurable. */
+typedef void mr_violation_fn(const char *what, const void *ptr, void *ctx);
+
+/* Sets the process-wide handler (fn NULL: the default) and the ctx passed
+ * to it.  Thread-safe; a violation racing the change sees the old or the
+ * new handler, each with its own ctx. */
+MR_API void mr_set_violation_handler(mr_violation_fn *fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif
