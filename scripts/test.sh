@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine:
 #   installs the build and test dependencies (apt-get; sudo when not root),
-#   then builds and runs every CTest test in three configurations:
+#   then builds and runs every CTest test in three build configurations and
+#   runs the fuzzer in a fourth:
 #     release  -O2, warnings as errors
 #     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check)
 #     tsan     ThreadSanitizer: every test but the single-threaded fuzz driver
