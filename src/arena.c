@@ -39,6 +39,10 @@
  *   computes ptr + size without an overflow check)
  * Cleanup records are allocated in the arena itself, so they live exactly as
  * long as what they follow; marks remember the newest record.
+ *   cleanups and dedicated blocks in use are numbered 1..n up their lists
+ *   (cleanup_seq, big_seq == n), so a rewind stops at a mark's numbers
+ *   without finding its records: a stale mark cannot run or free what lies
+ *   before it.  hot.id is unique among arenas, renewed by release.
  *
  * Huge pages by default.  Under the rule of memres/pages.h (huge_pages
  * AUTO and the malloc resource as upstream, the default), blocks of
@@ -54,6 +58,7 @@
  * chain on reset (that is release).
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "internal.h"
@@ -72,8 +77,12 @@ typedef struct mri_arena_block {
     struct mri_arena_block *next;
     size_t size;   /* bytes of the block, header included (as requested upstream) */
     uintptr_t top; /* fill level while not current; end of the allocation for dedicated blocks */
-    size_t owned;  /* 1: from upstream; 0: the caller's buffer */
+    size_t meta;   /* seq << 1 | owned.  owned 1: from upstream; 0: the caller's buffer.
+                      seq: a dedicated block in use is numbered 1, 2, ... up the list */
 } block;
+
+static inline bool owned_of(const block *b) { return (b->meta & 1u) != 0; }
+static inline size_t seq_of(const block *b) { return b->meta >> 1; }
 
 #define HDR ((sizeof(block) + ALIGN - 1) & ~(ALIGN - 1))
 
@@ -82,6 +91,7 @@ typedef struct mri_arena_cleanup {
     struct mri_arena_cleanup *prev;
     void (*fn)(void *arg);
     void *arg;
+    size_t seq; /* 1, 2, ... up the list: prev->seq == seq - 1 */
 } cleanup;
 
 struct mr_arena {
@@ -143,14 +153,14 @@ static block *new_block(mr_arena *a, size_t size)
     b->next = NULL;
     b->size = size;
     b->top = data_of(b);
-    b->owned = 1;
+    b->meta = 1;
     mri_track_poison(data_of(b), size - HDR);
     return b;
 }
 
 static void free_block(mr_arena *a, block *b)
 {
-    if (!b->owned)
+    if (!owned_of(b))
         return;
     size_t size = b->size;
     mri_track_unpoison(b, size);
@@ -202,6 +212,42 @@ static void *bump(mr_arena *a, uintptr_t p, size_t size, size_t rsize)
 
 /* ---- allocation slow path ---- */
 
+/* The spare blocks the limit may take back: the dedicated spares, then the
+ * owned chain blocks after the current one (they hold nothing now). */
+static block **next_spare(mr_arena *a)
+{
+    if (a->big_spare != NULL)
+        return &a->big_spare;
+    block **link = a->hot.cur != NULL ? &a->hot.cur->next : &a->head;
+    while (*link != NULL && !owned_of(*link))
+        link = &(*link)->next;
+    return *link != NULL ? link : NULL;
+}
+
+/* The limit refuses a block of size bytes: returns spare blocks upstream
+ * until it fits -- but only when enough of them exist, so that a request
+ * that fails anyway changes nothing.  true when size fits now. */
+static bool make_room(mr_arena *a, size_t size)
+{
+    if (mri_ledger_fits(&a->ledger, size))
+        return true;
+    size_t spare = 0;
+    for (const block *b = a->big_spare; b != NULL; b = b->next)
+        spare += b->size;
+    for (const block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head; b != NULL; b = b->next)
+        spare += owned_of(b) ? b->size : 0;
+    if (size > a->ledger.limit || a->ledger.held - spare > a->ledger.limit - size)
+        return false;
+    block **link;
+    while (!mri_ledger_fits(&a->ledger, size) && (link = next_spare(a)) != NULL) {
+        block *b = *link;
+        *link = b->next;
+        free_block(a, b);
+    }
+    MR_ASSERT_INTERNAL(mri_ledger_fits(&a->ledger, size));
+    return true;
+}
+
 static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t align, size_t need)
 {
     block **link = &a->big_spare;
@@ -216,7 +262,7 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     if (b == NULL) {
         size_t bsize;
         if (!mri_add_overflow(need, HDR, &bsize) && round_block(bsize, &bsize)) {
-            b = new_block(a, bsize);
+            b = make_room(a, bsize) ? new_block(a, bsize) : mri_fail(ENOMEM);
             /* A miss returns the first spare too, so that spares of sizes no
              * longer asked for cannot accumulate cycle after cycle.  Only
              * after the new block came: a failed call changes nothing. */
@@ -234,6 +280,8 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     uintptr_t p = mri_align_ptr(data_of(b), align);
     MR_ASSERT_INTERNAL(p + rsize <= end_of(b));
     b->top = p + rsize;
+    b->meta = (a->hot.big_seq + 1) << 1 | 1u;
+    a->hot.big_seq++;
     b->next = a->hot.big;
     a->hot.big = b;
     a->hot.allocations++;
@@ -280,7 +328,13 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
 
     block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
     if (b == NULL || fit_in(data_of(b), end_of(b), rsize, align) == 0) {
-        size_t bsize = a->next_size, room = mri_ledger_room(&a->ledger);
+        size_t bsize = a->next_size;
+        /* spares that cannot serve this give way to the limit: for a block
+         * of the growth size, or else for the smallest that serves it */
+        size_t least;
+        if (!make_room(a, bsize) && round_block(HDR + need, &least))
+            (void)make_room(a, least);
+        size_t room = mri_ledger_room(&a->ledger);
         if (bsize > room) {
             size_t page = mri_os_page_size();
             bsize = room & ~(room < page ? (size_t)63 : page - 1); /* the most the limit allows */
@@ -313,6 +367,14 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
 static void *view_allocate(mr_resource *self, size_t size, size_t align);
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
 static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
+
+/* A fresh identity: marks saved before it (another arena's, or this one's
+ * before a release) no longer match.  Ids are never reused. */
+static uint64_t new_id(void)
+{
+    static _Atomic uint64_t last; /* the only state shared by all arenas */
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
 
 /* The header and the first block carved from a caller's buffer: the
  * buffer's first MR_ARENA_BUFFER_MIN bytes always hold both. */
@@ -352,7 +414,7 @@ static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
     b->next = NULL;
     b->size = (size_t)(end - ba);
     b->top = data_of(b);
-    b->owned = 0;
+    b->meta = 0;
     *first = b;
     return (mr_arena *)ha;
 }
@@ -394,6 +456,7 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
     a->header_size = header_size;
     a->buffer = o.buffer;
     a->buffer_size = o.buffer_size;
+    a->hot.id = new_id();
     if (first != NULL)
         mri_track_poison(data_of(first), first->size - HDR);
     restart(a);
@@ -401,25 +464,31 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
     return a;
 }
 
-static void run_cleanups(mr_arena *a, const cleanup *stop)
+/* Runs the cleanups numbered above stop_seq, newest first.  The numbers
+ * fall by one down the list, so the walk stops at the mark's record even
+ * when a stale mark names a record that is gone. */
+static void run_cleanups(mr_arena *a, size_t stop_seq)
 {
-    while (a->hot.cleanups != NULL && a->hot.cleanups != stop) {
+    while (a->hot.cleanups != NULL && a->hot.cleanups->seq > stop_seq) {
         cleanup *c = a->hot.cleanups;
+        MR_ASSERT_INTERNAL(c->seq == a->hot.cleanup_seq && (c->prev == NULL ? c->seq == 1 : c->prev->seq == c->seq - 1));
         a->hot.cleanups = c->prev;
+        a->hot.cleanup_seq = c->seq - 1;
         c->fn(c->arg);
     }
 }
 
 MR_API void mr_arena_release(mr_arena *a)
 {
-    run_cleanups(a, NULL);
+    MR_ASSERT(a != NULL, "mr_arena_release: arena is NULL");
+    run_cleanups(a, 0);
     free_list(a, a->hot.big);
     free_list(a, a->big_spare);
     a->hot.big = a->big_spare = NULL;
     block *keep = NULL;
     for (block *b = a->head, *next; b != NULL; b = next) {
         next = b->next;
-        if (b->owned) {
+        if (owned_of(b)) {
             free_block(a, b);
         } else {
             b->next = NULL;
@@ -429,6 +498,8 @@ MR_API void mr_arena_release(mr_arena *a)
     }
     a->head = keep;
     a->next_size = a->block_size;
+    a->hot.big_seq = 0;
+    a->hot.id = new_id(); /* every mark of the released blocks goes stale */
     restart(a);
     MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
     MR_ASSERT_EXPENSIVE(mr_arena_check(a));
@@ -449,25 +520,24 @@ MR_API void mr_arena_destroy(mr_arena *a)
 
 /* ---- marks ---- */
 
-static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, block *mbig, cleanup *mcleanups)
+/* Frees what lies after the position (mb, mptr; big_seq dedicated blocks,
+ * cleanup_seq cleanups).  The caller has checked the position. */
+static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, size_t big_seq, size_t cleanup_seq)
 {
-    run_cleanups(a, mcleanups);
-    while (a->hot.big != mbig) {
-        if (MRI_MISUSE(a->hot.big == NULL, mbig,
-                       "mr_arena_rewind: the mark is not from this arena, or lies after an earlier rewind"))
-            break;
+    run_cleanups(a, cleanup_seq);
+    while (a->hot.big != NULL && seq_of(a->hot.big) > big_seq) {
         block *b = a->hot.big;
         a->hot.big = b->next;
         b->next = a->big_spare;
         a->big_spare = b;
         mri_track_poison(data_of(b), b->size - HDR);
     }
+    a->hot.big_seq = a->hot.big != NULL ? seq_of(a->hot.big) : 0;
     if (MRI_TRACKING) {
         for (block *b = mb != NULL ? mb->next : a->head; b != NULL; b = b->next)
             mri_track_poison(data_of(b), b->size - HDR);
     }
-    if (mb != NULL && !MRI_MISUSE(mptr < data_of(mb) || mptr > end_of(mb) || mptr % ALIGN != 0, (void *)mptr,
-                                  "mr_arena_rewind: the mark is not from this arena")) {
+    if (mb != NULL) {
         mri_track_poison(mptr, end_of(mb) - mptr);
         set_current(a, mb, mptr);
     } else {
@@ -488,16 +558,40 @@ static bool in_use_block(const mr_arena *a, const block *b)
     return false;
 }
 
-MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
+/* Is m a position this arena can rewind to?  The O(1) part runs in every
+ * build (a mark that fails it is ignored); the walk only in debug builds. */
+static bool mark_ok(const mr_arena *a, mr_arena_mark m)
 {
-    MR_ASSERT_EXPENSIVE(m.mri_block == NULL || in_use_block(a, m.mri_block));
-    rewind_to(a, m.mri_block, m.mri_ptr, m.mri_big, m.mri_cleanups);
+    const block *mb = m.mri_block;
+    if (MRI_MISUSE(m.mri_arena != a->hot.id, m.mri_block,
+                   "mr_arena_rewind: the mark is from another arena, or from before a release or destroy"))
+        return false;
+    /* (A mark past the bump pointer in the current block is no misuse: a
+     * realloc or resource deallocate that shrank the newest allocation in
+     * place puts it there.  Moving forward over free bytes is harmless.) */
+    if (MRI_MISUSE(m.mri_big_seq > a->hot.big_seq || m.mri_cleanup_seq > a->hot.cleanup_seq, m.mri_block,
+                   "mr_arena_rewind: the mark lies after the current position (after an earlier rewind's "
+                   "target: a stale mark)"))
+        return false;
+    if (MRI_MISUSE(MR_DEBUG >= 1 && mb != NULL && !in_use_block(a, mb), m.mri_block,
+                   "mr_arena_rewind: the mark's block is not in use (a stale mark)"))
+        return false;
+    return !MRI_MISUSE(mb != NULL && (m.mri_ptr < data_of(mb) || m.mri_ptr > end_of(mb) || m.mri_ptr % ALIGN != 0),
+                       (const void *)m.mri_ptr, "mr_arena_rewind: the mark is not a position of this arena");
 }
 
-MR_API void mr_arena_reset(mr_arena *a) { rewind_to(a, NULL, 0, NULL, NULL); }
+MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
+{
+    MR_ASSERT(a != NULL, "mr_arena_rewind: arena is NULL");
+    if (mark_ok(a, m))
+        rewind_to(a, m.mri_block, m.mri_ptr, m.mri_big_seq, m.mri_cleanup_seq);
+}
+
+MR_API void mr_arena_reset(mr_arena *a) { rewind_to(a, NULL, 0, 0, 0); }
 
 MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
 {
+    MR_ASSERT(a != NULL, "mr_arena_defer: arena is NULL");
     if (fn == NULL) {
         errno = EINVAL;
         return -1;
@@ -508,6 +602,7 @@ MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
     c->prev = a->hot.cleanups;
     c->fn = fn;
     c->arg = arg;
+    c->seq = ++a->hot.cleanup_seq;
     a->hot.cleanups = c;
     return 0;
 }
@@ -660,7 +755,7 @@ static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *
         CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
         if (dedicated)
             CHECK(b->top >= data_of(b) && b->top <= end_of(b), "dedicated block %p top outside it", (const void *)b);
-        if (b->owned) {
+        if (owned_of(b)) {
             *held += b->size;
             (*owned)++;
         }
@@ -688,6 +783,15 @@ MR_API bool mr_arena_check(const mr_arena *a)
     if (!check_list(a, a->head, &held, &owned, false) || !check_list(a, a->hot.big, &held, &owned, true) ||
         !check_list(a, a->big_spare, &held, &owned, false))
         return false;
+    size_t seq = a->hot.big_seq;
+    for (const block *b = a->hot.big; b != NULL; b = b->next, seq--)
+        CHECK(seq_of(b) == seq && seq != 0, "dedicated block %p numbered %zu, expected %zu", (const void *)b,
+              seq_of(b), seq);
+    CHECK(seq == 0, "%zu dedicated blocks counted, fewer on the list", a->hot.big_seq);
+    seq = a->hot.cleanup_seq;
+    for (const cleanup *c = a->hot.cleanups; c != NULL; c = c->prev, seq--)
+        CHECK(c->seq == seq && seq != 0, "cleanup %p numbered %zu, expected %zu", (const void *)c, c->seq, seq);
+    CHECK(seq == 0, "%zu cleanups counted, fewer on the list", a->hot.cleanup_seq);
     if (!mri_ledger_verify(&a->ledger, "mr_arena_check", a, held, owned))
         return false;
     CHECK(a->next_size >= a->block_size && a->next_size <= a->max_block_size, "growth size %zu outside [%zu, %zu]",

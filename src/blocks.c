@@ -198,6 +198,26 @@ static void *take_block_locked(mr_blocks *b)
     return p;
 }
 
+/* Is the block on the free list already (a put twice)?  O(cached blocks):
+ * debug builds only. */
+static bool on_free_list_locked(mr_blocks *b, const void *block)
+{
+    for (const void *f = b->free; f != NULL; f = mri_link_get(f))
+        if (f == block)
+            return true;
+    return false;
+}
+
+/* Is the block in this thread's cache already?  O(TCACHE_SLOTS). */
+static bool in_own_cache(const tcache *tc, const void *block)
+{
+    size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++)
+        if (tc->slot[i] == block)
+            return true;
+    return false;
+}
+
 /* A block back from a caller or a per-thread cache: cached while the list
  * is below max_free, else returned upstream. */
 static void give_block_locked(mr_blocks *b, void *p)
@@ -321,6 +341,10 @@ static MR_NOINLINE void shared_put_slow(tcache *tc, void *block)
         }
     }
     lock(b);
+    if (MRI_MISUSE(MR_DEBUG >= 1 && on_free_list_locked(b, block), block, "mr_blocks_put: the block was put twice")) {
+        unlock(b);
+        return;
+    }
     if (tc->state == TC_LIVE) {
         /* full: the oldest TCACHE_BATCH go to the list, the newest stay */
         for (size_t i = 0; i < TCACHE_BATCH; i++)
@@ -426,6 +450,8 @@ MR_API void mr_blocks_put(mr_blocks *b, void *block)
         return;
     if (MR_LIKELY(b->shared)) {
         tcache *tc = &tls_cache;
+        if (MRI_MISUSE(MR_DEBUG >= 1 && in_own_cache(tc, block), block, "mr_blocks_put: the block was put twice"))
+            return;
         size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
         if (MR_LIKELY(n < tc->limit)) {
             mri_track_poison(block, b->block_size);
@@ -437,7 +463,8 @@ MR_API void mr_blocks_put(mr_blocks *b, void *block)
         return;
     }
     lock(b);
-    give_block_locked(b, block);
+    if (!MRI_MISUSE(MR_DEBUG >= 1 && on_free_list_locked(b, block), block, "mr_blocks_put: the block was put twice"))
+        give_block_locked(b, block);
     MR_ASSERT_EXPENSIVE(check_locked(b));
     unlock(b);
 }

@@ -103,7 +103,11 @@
 #define DEFAULT_MAX_BLOCKS ((size_t)16384)     /* libstdc++'s default */
 #define DEFAULT_MAX_CHUNK ((size_t)256 * 1024) /* and at most this many bytes a chunk */
 #define HARD_MAX_CHUNK ((size_t)1 << 30)       /* cap even a user's max_blocks_per_chunk */
-#define REC_PAGE_BYTES ((size_t)1024)
+/* 4 KiB, not less: glibc keeps freed blocks of up to 1032 bytes in its
+ * per-thread cache, unmerged, and a record page freed last there pinned the
+ * top of the heap, so release over malloc left a whole pool's chunks
+ * resident (279 of 280 MiB in one measurement). */
+#define REC_PAGE_BYTES ((size_t)4096)
 
 _Static_assert(sizeof(struct mri_pools_class) == 64 || sizeof(void *) != 8, "a class is one cache line");
 _Static_assert(MR_POOLS_MAX_POOL_BLOCK <= HARD_MAX_CHUNK, "every class fits a chunk");

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "track.h"
 
 MR_API void *mr_allocate(mr_resource *r, size_t size, size_t align)
 {
@@ -44,9 +45,9 @@ MR_API bool mr_is_equal(const mr_resource *a, const mr_resource *b)
 static void *malloc_allocate(mr_resource *self, size_t size, size_t align)
 {
     (void)self;
-    /* No alignment near the size of the address space can be met; refuse it
-     * here (some allocators, ASan's among them, abort on it). */
-    if (MR_UNLIKELY(size > MRI_MAX_SIZE || align > MRI_MAX_ALIGNMENT))
+    /* No alignment near the size of the address space can be met, nor a
+     * size a sanitizer's malloc aborts on: refuse them here (track.h). */
+    if (MR_UNLIKELY(size > MRI_MALLOC_MAX || align > MRI_MAX_ALIGNMENT))
         return mri_fail(ENOMEM);
     if (size == 0)
         size = 1; /* a unique, valid pointer on every libc */

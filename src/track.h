@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-#include "memres/resource.h"
+#include "internal.h"
 
 #if MR_SANITIZED && defined(__has_include)
 #  if __has_include(<sanitizer/asan_interface.h>)
@@ -33,6 +33,24 @@
 #  define MRI_TRACKING 0
 #  define mri_track_poison(p, n)   ((void)(p), (void)(n))
 #  define mri_track_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
+/* ---- the largest request malloc is asked for ----
+ * The sanitizers replace malloc with allocators that abort (unless the
+ * user sets allocator_may_return_null) on requests above about 1 TiB,
+ * where libc's malloc returns NULL.  The malloc resource refuses those
+ * itself, with ENOMEM, so that a sanitizer build behaves as a plain one. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#  define MRI_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#    define MRI_SANITIZER_MALLOC 1
+#  endif
+#endif
+#ifdef MRI_SANITIZER_MALLOC
+#  define MRI_MALLOC_MAX ((size_t)1 << (sizeof(size_t) >= 8 ? 39 : 30))
+#else
+#  define MRI_MALLOC_MAX MRI_MAX_SIZE
 #endif
 
 /* ---- free-list links ----

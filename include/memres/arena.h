@@ -62,12 +62,17 @@ typedef struct mr_arena_options {
 #endif
 
 /* A position in an arena, from mr_arena_save.  A small value type: copy it,
- * keep it anywhere.  Fields are private. */
+ * keep it anywhere.  Fields are private.  It names its arena (an id never
+ * reused, renewed by release) and numbers the cleanups and large blocks
+ * before it, so a rewind can tell a foreign, released or stale mark. */
 typedef struct mr_arena_mark {
     void     *mri_block;
     uintptr_t mri_ptr;
     void     *mri_big;
     void     *mri_cleanups;
+    uint64_t  mri_arena;     /* the arena's id when saved */
+    size_t    mri_big_seq;   /* dedicated blocks in use when saved */
+    size_t    mri_cleanup_seq; /* cleanups pending when saved */
 } mr_arena_mark;
 
 /* Creates an arena.  opts may be NULL (all defaults).
@@ -100,6 +105,9 @@ struct mri_arena_hot {
     struct mri_arena_block *cur;        /* current block; NULL: none in use */
     struct mri_arena_block *big;        /* dedicated blocks in use, newest first */
     struct mri_arena_cleanup *cleanups; /* pending cleanups, newest first */
+    size_t big_seq;      /* dedicated blocks in use (the newest one's number) */
+    size_t cleanup_seq;  /* pending cleanups (the newest one's number) */
+    uint64_t id;         /* never reused by another arena; renewed by release */
 };
 
 /* Requests up to this size take the inline path; p + size cannot wrap for
@@ -145,6 +153,10 @@ MR_API void *mr_arena_calloc(mr_arena *a, size_t count, size_t size);
  * in place when p is the newest allocation and the block has room; otherwise
  * shrinking returns p and growing copies into a new allocation (the old one
  * is freed with the rest of the arena).  p NULL: mr_arena_alloc(new_size).
+ * Growth in place belongs to the time of the call: a rewind to a mark saved
+ * between p's allocation and this call frees the grown part (see
+ * mr_arena_rewind); copy with mr_arena_alloc + memcpy to keep an object
+ * whole across such a rewind.
  * Failure: NULL, errno = ENOMEM, p untouched and still valid.  The result is
  * aligned to MR_ARENA_ALIGN (or keeps p's alignment when p does not move). */
 MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_size);
@@ -160,11 +172,11 @@ MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n);
 MR_API char *mr_arena_sprintf(mr_arena *a, const char *fmt, ...) MR_PRINTF(2, 3);
 MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap) MR_PRINTF(2, 0);
 
-/* The current position.  Inline: four loads; never fails. */
+/* The current position.  Inline: seven loads; never fails. */
 static inline mr_arena_mark mr_arena_save(const mr_arena *a)
 {
     const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
-    mr_arena_mark m = {h->cur, h->ptr, h->big, h->cleanups};
+    mr_arena_mark m = {h->cur, h->ptr, h->big, h->cleanups, h->id, h->big_seq, h->cleanup_seq};
     return m;
 }
 
@@ -174,9 +186,23 @@ MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m);
 /* Frees everything allocated after m was saved, running the cleanups
  * registered after it (LIFO) first.  Memory is kept: allocating the same
  * sequence again hands out the same addresses with no upstream call.
- * m must come from this arena and not lie after an earlier rewind's target
- * (checked in debug builds).  Inline when nothing but the bump pointer moved
- * since m (same block, no large block, no cleanup): one store. */
+ * Inline when nothing but the bump pointer moved since m (same block, no
+ * large block, no cleanup): one store.
+ * m must come from this arena, since its last release, and must not lie
+ * after an earlier rewind's target (a stale mark).  In every build a rewind
+ * never runs a cleanup registered before m, never frees a large block
+ * allocated before m, and ignores -- changes nothing for -- a mark of
+ * another arena (or of a destroyed one, or from before a release) and a
+ * mark with more cleanups or large blocks than are pending now (stale);
+ * debug builds (MR_DEBUG >= 1) report these to the violation handler
+ * (resource.h) and also check that m's block is in use (O(blocks in use)).
+ * Any other stale mark is a plain position: rewinding to it frees what lies
+ * after it (or skips free bytes up to it).
+ * Realloc across a mark: an allocation grown in place by mr_arena_realloc
+ * after m was saved is, for its grown part, an allocation made after m: a
+ * rewind to m keeps only what lay before m (the first bytes, up to m's
+ * position) and the next allocation may reuse the rest.  ASan builds report
+ * a use of the freed part. */
 static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
 {
 #if !MR_SANITIZED
