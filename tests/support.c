@@ -1,3 +1,5 @@
+/* tests/support.c -- the checking upstream, its fixtures and the fault sweep
+ * (see support.h). */
 #include "support.h"
 
 #include <errno.h>
@@ -6,14 +8,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *up_allocate(mr_resource *self, size_t size, size_t align)
+#if MR_SANITIZED
+/* Tests ask for impossible sizes on purpose, and some reach malloc through
+ * mrt_upstream or the malloc resource: ASan must return NULL for them, as
+ * libc does, instead of reporting them (CTest sets the same option; this
+ * covers running a test binary by hand). */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+#endif
+
+/* tab (*cap elements of elem bytes) grown to hold n + 1 elements, or NULL
+ * (tab untouched) when out of memory. */
+static void *grow(void *tab, size_t *cap, size_t n, size_t elem)
 {
-    mrt_upstream *u = (mrt_upstream *)self;
+    if (n < *cap)
+        return tab;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    void *t = realloc(tab, ncap * elem);
+    if (t != NULL)
+        *cap = ncap;
+    return t;
+}
+
+static void log_request(mrt_upstream *u, mrt_op op, size_t size, size_t align, void *p, bool ok)
+{
+    if (!u->log_requests)
+        return;
+    mrt_request *log = grow(u->log, &u->log_cap, u->nlog, sizeof *log);
+    if (log == NULL)
+        fail_msg("mrt_upstream: out of memory for the request log");
+    u->log = log;
+    u->log[u->nlog++] = (mrt_request){op, size, align, p, ok};
+}
+
+static void *allocate_or_fail(mrt_upstream *u, size_t size, size_t align)
+{
     u->calls++;
-    bool fail = u->fail_at != 0 && (u->fail_all_after ? u->calls >= u->fail_at : u->calls == u->fail_at);
-    if (!fail && u->limit != 0 && (size > u->limit || u->bytes > u->limit - size))
-        fail = true;
-    if (fail) {
+    if (u->fail_at != 0 && (u->fail_all_after ? u->calls >= u->fail_at : u->calls == u->fail_at)) {
+        u->injected++;
+        u->failures++;
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (u->limit != 0 && (size > u->limit || u->bytes > u->limit - size)) {
         u->failures++;
         errno = ENOMEM;
         return NULL;
@@ -23,18 +60,14 @@ static void *up_allocate(mr_resource *self, size_t size, size_t align)
         u->failures++;
         return NULL;
     }
-    if (u->nlive == u->cap) {
-        size_t ncap = u->cap ? u->cap * 2 : 64;
-        mrt_block *n = realloc(u->live, ncap * sizeof *n);
-        if (n == NULL) {
-            mr_deallocate(mr_malloc_resource(), p, size, align);
-            u->failures++;
-            errno = ENOMEM;
-            return NULL;
-        }
-        u->live = n;
-        u->cap = ncap;
+    mrt_block *live = grow(u->live, &u->cap, u->nlive, sizeof *live);
+    if (live == NULL) {
+        mr_deallocate(mr_malloc_resource(), p, size, align);
+        u->failures++;
+        errno = ENOMEM;
+        return NULL;
     }
+    u->live = live;
     u->live[u->nlive++] = (mrt_block){p, size, align};
     u->allocations++;
     u->bytes += size;
@@ -45,17 +78,27 @@ static void *up_allocate(mr_resource *self, size_t size, size_t align)
     return p;
 }
 
+static void *up_allocate(mr_resource *self, size_t size, size_t align)
+{
+    mrt_upstream *u = (mrt_upstream *)self;
+    void *p = allocate_or_fail(u, size, align);
+    log_request(u, MRT_ALLOCATE, size, align, p, p != NULL);
+    return p;
+}
+
 static void up_deallocate(mr_resource *self, void *p, size_t size, size_t align)
 {
     mrt_upstream *u = (mrt_upstream *)self;
     u->deallocations++;
     for (size_t i = u->nlive; i-- > 0;) {
         if (u->live[i].p == p) {
-            if (u->live[i].size != size || u->live[i].align != align) {
+            bool ok = u->live[i].size == size && u->live[i].align == align;
+            if (!ok) {
                 fprintf(stderr, "mrt_upstream: deallocate(%p, %zu, %zu) but it was allocated with (%zu, %zu)\n",
                         p, size, align, u->live[i].size, u->live[i].align);
                 u->bad_deallocations++;
             }
+            log_request(u, MRT_DEALLOCATE, size, align, p, ok);
             u->bytes -= u->live[i].size;
             mr_deallocate(mr_malloc_resource(), p, u->live[i].size, u->live[i].align);
             u->live[i] = u->live[--u->nlive];
@@ -64,6 +107,7 @@ static void up_deallocate(mr_resource *self, void *p, size_t size, size_t align)
     }
     fprintf(stderr, "mrt_upstream: deallocate(%p, %zu, %zu) of a pointer it never gave\n", p, size, align);
     u->bad_deallocations++;
+    log_request(u, MRT_DEALLOCATE, size, align, p, false);
 }
 
 static const struct mr_resource_ops up_ops = {up_allocate, up_deallocate, NULL};
@@ -77,8 +121,10 @@ void mrt_upstream_init(mrt_upstream *u)
 void mrt_upstream_fini(mrt_upstream *u)
 {
     free(u->live);
+    free(u->log);
     u->live = NULL;
-    u->nlive = u->cap = 0;
+    u->log = NULL;
+    u->nlive = u->cap = u->nlog = u->log_cap = 0;
 }
 
 size_t mrt_upstream_live(const mrt_upstream *u) { return u->nlive; }
@@ -92,6 +138,81 @@ bool mrt_upstream_owns(const mrt_upstream *u, const void *p)
             return true;
     }
     return false;
+}
+
+const mrt_request *mrt_upstream_request(const mrt_upstream *u, size_t i)
+{
+    size_t first = u->calls; /* the index of the first logged allocate */
+    for (size_t k = 0; k < u->nlog; k++)
+        if (u->log[k].op == MRT_ALLOCATE)
+            first--;
+    for (size_t k = 0, call = first; k < u->nlog; k++) {
+        if (u->log[k].op != MRT_ALLOCATE)
+            continue;
+        if (call == i)
+            return &u->log[k];
+        call++;
+    }
+    fail_msg("mrt_upstream: allocate request %zu was not logged (calls %zu, log %zu entries)", i, u->calls, u->nlog);
+    return NULL;
+}
+
+/* ---- fixtures ---- */
+
+int mrt_upstream_setup(void **state)
+{
+    mrt_upstream *u = malloc(sizeof *u);
+    if (u == NULL)
+        return -1;
+    mrt_upstream_init(u);
+    *state = u;
+    return 0;
+}
+
+int mrt_upstream_teardown(void **state)
+{
+    mrt_upstream *u = *state;
+    *state = NULL;
+    bool balanced = u->bad_deallocations == 0 && u->nlive == 0 && u->bytes == 0 &&
+                    u->allocations == u->deallocations;
+    if (!balanced)
+        print_error("mrt_upstream not balanced at the end of the test: %zu live blocks, %zu bytes, "
+                    "%zu allocations, %zu deallocations, %zu bad deallocations\n",
+                    u->nlive, u->bytes, u->allocations, u->deallocations, u->bad_deallocations);
+    mrt_upstream_fini(u);
+    free(u);
+    return balanced ? 0 : -1;
+}
+
+/* ---- the fault sweep ---- */
+
+size_t mrt_fault_sweep(const char *name, mrt_scenario *scenario, void *ctx, mrt_fail_mode mode, size_t min_points)
+{
+    enum { SWEEP_MAX = 100000 }; /* a scenario that never completes is a bug */
+    size_t n;
+    for (n = 1; n < SWEEP_MAX; n++) {
+        mrt_upstream u;
+        mrt_upstream_init(&u);
+        u.fail_at = n;
+        u.fail_all_after = mode == MRT_FAIL_FROM;
+        bool saw_failure = scenario(&u, ctx);
+        size_t injected = u.injected;
+        if (saw_failure != (injected != 0))
+            fprintf(stderr, "# fault sweep %s, N = %zu: %zu injected failures, scenario saw %s\n", name, n,
+                    injected, saw_failure ? "a failure" : "none");
+        mrt_assert_balanced(&u);
+        mrt_upstream_fini(&u);
+        assert_int_equal(saw_failure, injected != 0);
+        if (injected == 0)
+            break;
+    }
+    assert_true(n < SWEEP_MAX);
+    size_t points = n - 1;
+    printf("# fault sweep %s (%s): %zu failure points, completed at N = %zu\n", name,
+           mode == MRT_FAIL_FROM ? "every request from the Nth fails" : "the Nth request fails", points, n);
+    assert_true(points >= 1);
+    assert_true(points >= min_points);
+    return points;
 }
 
 uint64_t mrt_seed(uint64_t def)

@@ -1,16 +1,26 @@
-/* tests/support.h -- resources that tests stack under the allocators.
+/* tests/support.h -- what every test stacks under the allocators.
  *
  * mrt_upstream is a checking upstream: it serves from malloc, records every
  * live block with its size and alignment, counts calls and bytes, can fail
- * the Nth request (fault sweep), and verifies that every deallocate names a
- * block it handed out with the same size and alignment.  A test that ends
- * with mrt_upstream_balanced() has proven that nothing leaked.
+ * the Nth request (fault sweep), verifies that every deallocate names a
+ * block it handed out with the same size and alignment, and on request logs
+ * every call in order.  A test that ends with the upstream balanced has
+ * proven that nothing leaked.
+ *
+ * Three ways to use it:
+ *   - mrt_unit_test(f): a cmocka test whose *state is a fresh mrt_upstream;
+ *     the teardown asserts it balanced.  The body says only what it tests.
+ *   - mrt_fault_sweep(): fail the Nth request for N = 1, 2, ... until a
+ *     scenario runs clean.
+ *   - by hand (mrt_upstream_init / mrt_upstream_fini) for a second upstream.
  */
 #ifndef MEMRES_TEST_SUPPORT_H
 #define MEMRES_TEST_SUPPORT_H
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -22,11 +32,21 @@ typedef struct mrt_block {
     size_t size, align;
 } mrt_block;
 
+/* One call the upstream saw (when log_requests is set). */
+typedef enum mrt_op { MRT_ALLOCATE, MRT_DEALLOCATE } mrt_op;
+typedef struct mrt_request {
+    mrt_op op;
+    size_t size, align;
+    void  *p;      /* allocate: the result (NULL: it failed); deallocate: the pointer given */
+    bool   ok;     /* allocate: it succeeded; deallocate: p was live with this size and align */
+} mrt_request;
+
 typedef struct mrt_upstream {
     mr_resource base;          /* first: usable as an mr_resource * */
     size_t allocations;        /* successful allocate calls */
     size_t deallocations;      /* deallocate calls */
-    size_t failures;           /* allocate calls that failed (injected or limit) */
+    size_t failures;           /* allocate calls that failed (injected, limit or malloc) */
+    size_t injected;           /* of those, failed by fail_at */
     size_t calls;              /* allocate calls, failed ones included */
     size_t bytes;              /* bytes outstanding */
     size_t peak_bytes;
@@ -34,16 +54,22 @@ typedef struct mrt_upstream {
     bool   fail_all_after;     /* with fail_at: every call from the Nth on fails */
     size_t limit;              /* 0: none; else fail when bytes would exceed it */
     size_t bad_deallocations;  /* deallocate of an unknown pointer or wrong size/align */
+    bool   log_requests;       /* record every call in log[] from now on */
+    mrt_request *log;
+    size_t nlog, log_cap;
     mrt_block *live;
     size_t nlive, cap;
 } mrt_upstream;
 
 void mrt_upstream_init(mrt_upstream *u);
-void mrt_upstream_fini(mrt_upstream *u);    /* frees the tracking table (not the blocks) */
+void mrt_upstream_fini(mrt_upstream *u);    /* frees the tables (not the blocks) */
 /* Number of live blocks; 0 means everything handed out came back. */
 size_t mrt_upstream_live(const mrt_upstream *u);
 /* Is p inside a live block of u? */
 bool mrt_upstream_owns(const mrt_upstream *u, const void *p);
+/* The allocate request that was call number i + 1 (so i counts from 0, as
+ * u->calls does); u must have logged it (log_requests set before the call). */
+const mrt_request *mrt_upstream_request(const mrt_upstream *u, size_t i);
 
 /* cmocka assertion: no live blocks, no bytes outstanding, no bad frees. */
 #define mrt_assert_balanced(u)                                   \
@@ -53,6 +79,84 @@ bool mrt_upstream_owns(const mrt_upstream *u, const void *p);
         assert_int_equal((u)->bytes, 0);                         \
         assert_int_equal((u)->allocations, (u)->deallocations);  \
     } while (0)
+
+/* cmocka assertion: every field of two mr_stats (pointers) is equal. */
+#define mrt_assert_stats_equal(a, b)                                                       \
+    do {                                                                                   \
+        const mr_stats *mrt_a_ = (a), *mrt_b_ = (b);                                       \
+        assert_int_equal(mrt_a_->in_use, mrt_b_->in_use);                                  \
+        assert_int_equal(mrt_a_->held, mrt_b_->held);                                      \
+        assert_int_equal(mrt_a_->peak_held, mrt_b_->peak_held);                            \
+        assert_int_equal(mrt_a_->allocations, mrt_b_->allocations);                        \
+        assert_int_equal(mrt_a_->upstream_allocations, mrt_b_->upstream_allocations);      \
+        assert_int_equal(mrt_a_->upstream_deallocations, mrt_b_->upstream_deallocations);  \
+    } while (0)
+
+/* cmocka assertion: the stats (pointer) of an allocator that is u's only
+ * user agree with what u saw: held, peak and upstream calls. */
+#define mrt_assert_stats_agree(s, u)                                              \
+    do {                                                                          \
+        const mr_stats *mrt_s_ = (s);                                             \
+        const mrt_upstream *mrt_u_ = (u);                                         \
+        assert_int_equal(mrt_s_->held, mrt_u_->bytes);                            \
+        assert_int_equal(mrt_s_->peak_held, mrt_u_->peak_bytes);                  \
+        assert_int_equal(mrt_s_->upstream_allocations, mrt_u_->allocations);      \
+        assert_int_equal(mrt_s_->upstream_deallocations, mrt_u_->deallocations);  \
+    } while (0)
+
+/* cmocka assertion: call returns NULL and sets errno to err. */
+#define mrt_assert_fails(call, err)          \
+    do {                                     \
+        errno = 0;                           \
+        assert_null(call);                   \
+        assert_int_equal(errno, (err));      \
+    } while (0)
+
+/* Asserts u balanced and starts it again from zero (counters, options, log
+ * off): one section of a test ends, the next gets a fresh upstream. */
+#define mrt_upstream_restart(u)  \
+    do {                         \
+        mrt_assert_balanced(u);  \
+        mrt_upstream_fini(u);    \
+        mrt_upstream_init(u);    \
+    } while (0)
+
+/* ---- cmocka fixtures ----
+ * mrt_upstream_setup puts a fresh mrt_upstream in *state; the teardown
+ * fails the test unless the upstream is balanced (as mrt_assert_balanced),
+ * saying what is left, and frees it (it runs after a failed test too).  A
+ * test starts with `mrt_upstream *u = *state;`. */
+int mrt_upstream_setup(void **state);
+int mrt_upstream_teardown(void **state);
+#define mrt_unit_test(f) cmocka_unit_test_setup_teardown(f, mrt_upstream_setup, mrt_upstream_teardown)
+
+/* ---- the fault sweep ---- */
+
+typedef enum mrt_fail_mode {
+    MRT_FAIL_ONCE, /* only the Nth request fails: the caller may retry */
+    MRT_FAIL_FROM, /* the Nth and every later request fail: upstream is gone */
+} mrt_fail_mode;
+
+/* A scenario builds what it tests on u, drives it, and at every call that
+ * fails asserts ENOMEM and that the call changed nothing; it may go on after
+ * a failure.  Before it returns, everything it got from u is given back.
+ * Returns whether any call it made failed. */
+typedef bool mrt_scenario(mrt_upstream *u, void *ctx);
+
+/* The fault sweep (SQLite's malloc-failure loop).  For N = 1, 2, 3, ...:
+ * the scenario runs on a fresh mrt_upstream whose Nth allocate request fails
+ * (with MRT_FAIL_FROM, every one from the Nth on); afterwards the upstream
+ * must be balanced (nothing leaked, no bad deallocation) and the scenario
+ * must have seen a failed call exactly when a failure was injected.
+ * Stop rule: the first run in which nothing was injected (u->injected == 0:
+ * the scenario completed before its Nth request) ends the sweep.
+ * Returns the number of failure points swept (N - 1), printed with name,
+ * after asserting that it is at least min_points and at least 1: a sweep
+ * that sweeps nothing fails. */
+size_t mrt_fault_sweep(const char *name, mrt_scenario *scenario, void *ctx, mrt_fail_mode mode,
+                       size_t min_points);
+
+/* ---- seeds ---- */
 
 /* Deterministic PRNG for seeded tests (splitmix64). */
 static inline uint64_t mrt_rand(uint64_t *state)

@@ -2,7 +2,7 @@
  *
  * Every test stacks the arena on mrt_upstream (tests/support.h), a checking
  * upstream that counts calls and bytes and verifies every deallocate, often
- * through a spy that records each request's size and alignment.  That is how
+ * with its log of each request's size and alignment.  That is how
  * the tests prove what the header promises about the upstream: reset makes no
  * upstream call, release and destroy return every byte, block sizes are
  * never a power of two plus a header, impossible sizes never become small
@@ -30,13 +30,6 @@
 #  define HAVE_MALLINFO2 0
 #endif
 
-#if MR_SANITIZED
-/* Impossible sizes may reach malloc through mrt_upstream: ASan must return
- * NULL for them, as libc does, instead of reporting them. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
-#endif
-
 #define A MR_ARENA_ALIGN
 #define KiB ((size_t)1024)
 #define MiB ((size_t)1024 * 1024)
@@ -54,57 +47,19 @@ static size_t page_size(void)
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 static bool is_aligned(const void *p, size_t align) { return ((uintptr_t)p & (align - 1)) == 0; }
 
-/* ---- a spy resource: records every request, forwards to an inner one ---- */
+/* The size of allocate request i (u logging). */
+static size_t req_size(const mrt_upstream *u, size_t i) { return mrt_upstream_request(u, i)->size; }
 
-#define SPY_MAX 8192
-typedef struct spy {
-    mr_resource base;
-    mr_resource *inner;
-    size_t n; /* requests seen (only the first SPY_MAX recorded) */
-    size_t size[SPY_MAX], align[SPY_MAX];
-    bool ok[SPY_MAX];
-    size_t deallocs;
-} spy;
-
-static void *spy_allocate(mr_resource *self, size_t size, size_t align)
+/* Allocate requests from index `from` on (u logging): none succeeded and
+ * none was small. */
+static void assert_no_small_request(const mrt_upstream *u, size_t from)
 {
-    spy *s = (spy *)self;
-    void *p = mr_allocate(s->inner, size, align);
-    if (s->n < SPY_MAX) {
-        s->size[s->n] = size;
-        s->align[s->n] = align;
-        s->ok[s->n] = p != NULL;
-    }
-    s->n++;
-    return p;
-}
-
-static void spy_deallocate(mr_resource *self, void *p, size_t size, size_t align)
-{
-    spy *s = (spy *)self;
-    s->deallocs++;
-    mr_deallocate(s->inner, p, size, align);
-}
-
-static const struct mr_resource_ops spy_ops = {spy_allocate, spy_deallocate, NULL};
-
-static spy *spy_new(mr_resource *inner)
-{
-    spy *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    s->base.ops = &spy_ops;
-    s->inner = inner;
-    return s;
-}
-
-/* Requests from index `from` on: none succeeded and none was small. */
-static void assert_no_small_request(const spy *s, size_t from)
-{
-    for (size_t i = from; i < s->n && i < SPY_MAX; i++) {
-        if (s->size[i] < HUGE_REQUEST && s->align[i] < HUGE_REQUEST)
-            fprintf(stderr, "request %zu: size %zu align %zu\n", i, s->size[i], s->align[i]);
-        assert_false(s->ok[i]);
-        assert_true(s->size[i] >= HUGE_REQUEST || s->align[i] >= HUGE_REQUEST);
+    for (size_t i = from; i < u->calls; i++) {
+        const mrt_request *r = mrt_upstream_request(u, i);
+        if (r->size < HUGE_REQUEST && r->align < HUGE_REQUEST)
+            fprintf(stderr, "request %zu: size %zu align %zu\n", i, r->size, r->align);
+        assert_false(r->ok);
+        assert_true(r->size >= HUGE_REQUEST || r->align >= HUGE_REQUEST);
     }
 }
 
@@ -143,16 +98,6 @@ static mr_stats stats(const mr_arena *a)
     return s;
 }
 
-static void assert_stats_eq(const mr_stats *x, const mr_stats *y)
-{
-    assert_int_equal(x->in_use, y->in_use);
-    assert_int_equal(x->held, y->held);
-    assert_int_equal(x->peak_held, y->peak_held);
-    assert_int_equal(x->allocations, y->allocations);
-    assert_int_equal(x->upstream_allocations, y->upstream_allocations);
-    assert_int_equal(x->upstream_deallocations, y->upstream_deallocations);
-}
-
 static void assert_mark_eq(mr_arena_mark x, mr_arena_mark y)
 {
     assert_ptr_equal(x.mri_block, y.mri_block);
@@ -165,10 +110,7 @@ static void assert_mark_eq(mr_arena_mark x, mr_arena_mark y)
 static void assert_agrees(const mr_arena *a, const mrt_upstream *u)
 {
     mr_stats s = stats(a);
-    assert_int_equal(s.held, u->bytes);
-    assert_int_equal(s.peak_held, u->peak_bytes);
-    assert_int_equal(s.upstream_allocations, u->allocations);
-    assert_int_equal(s.upstream_deallocations, u->deallocations);
+    mrt_assert_stats_agree(&s, u);
     assert_true(s.peak_held >= s.held);
 }
 
@@ -228,7 +170,7 @@ static snapshot snap(const mr_arena *a, const mrt_upstream *u)
 static void assert_unchanged(const mr_arena *a, const mrt_upstream *u, const snapshot *before)
 {
     mr_stats now = stats(a);
-    assert_stats_eq(&now, &before->st);
+    mrt_assert_stats_equal(&now, &before->st);
     assert_mark_eq(mr_arena_save(a), before->m);
     if (u)
         assert_int_equal(u->allocations, before->upstream_allocations);
@@ -274,48 +216,44 @@ static const size_t bad_aligns[] = {0, 3, 5, 6, 12, 24, 48, 96, 100, 4095, 4097,
 
 static void test_create_null_opts(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_resource *prev = mr_set_default_resource(&u.base);
+    mrt_upstream *u = *state;
+    mr_resource *prev = mr_set_default_resource(&u->base);
 
     mr_arena *a = mr_arena_create(NULL);
     assert_non_null(a);
     assert_true(mr_arena_check(a));
     /* the header comes from the default upstream; the first block only on
      * the first allocation */
-    assert_int_equal(u.allocations, 1);
-    assert_true(u.bytes <= 4 * KiB);
-    assert_agrees(a, &u);
+    assert_int_equal(u->allocations, 1);
+    assert_true(u->bytes <= 4 * KiB);
+    assert_agrees(a, u);
     void *p = mr_arena_alloc(a, 100);
     assert_non_null(p);
     assert_true(is_aligned(p, A));
     memset(p, 1, 100);
-    assert_int_equal(u.allocations, 2);
-    assert_true(mrt_upstream_owns(&u, p));
+    assert_int_equal(u->allocations, 2);
+    assert_true(mrt_upstream_owns(u, p));
     /* block_size 0: the first block is 4 KiB */
-    assert_int_equal(u.live[1].size, 4 * KiB);
-    assert_agrees(a, &u);
+    assert_int_equal(u->live[1].size, 4 * KiB);
+    assert_agrees(a, u);
 
     /* the upstream was fixed at create time: changing the default now must
      * not send the arena's memory anywhere else */
     mr_set_default_resource(prev);
     assert_non_null(mr_arena_alloc(a, 10000));
-    assert_int_equal(u.allocations, 3);
+    assert_int_equal(u->allocations, 3);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* all-zero options are the same as NULL */
-    mr_set_default_resource(&u.base);
+    mr_set_default_resource(&u->base);
     mr_arena_options o = {0};
     a = mr_arena_create(&o);
     assert_non_null(a);
     assert_non_null(mr_arena_alloc(a, 1));
-    assert_int_equal(u.live[1].size, 4 * KiB);
+    assert_int_equal(u->live[1].size, 4 * KiB);
     mr_set_default_resource(NULL);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_destroy_null(void **state)
@@ -326,43 +264,35 @@ static void test_destroy_null(void **state)
 
 static void test_create_invalid(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     alignas(max_align_t) unsigned char buf[2048];
     mr_arena_options o;
 
     /* buffer without size */
     o = (mr_arena_options){0};
-    o.upstream = &u.base;
+    o.upstream = &u->base;
     o.buffer = buf;
-    errno = 0;
-    assert_null(mr_arena_create(&o));
-    assert_int_equal(errno, EINVAL);
+    mrt_assert_fails(mr_arena_create(&o), EINVAL);
     /* size without buffer */
     o = (mr_arena_options){0};
-    o.upstream = &u.base;
+    o.upstream = &u->base;
     o.buffer_size = sizeof buf;
-    errno = 0;
-    assert_null(mr_arena_create(&o));
-    assert_int_equal(errno, EINVAL);
+    mrt_assert_fails(mr_arena_create(&o), EINVAL);
     /* block_size > max_block_size when both are given */
     const size_t bad_blocks[][2] = {{8192, 4096}, {4097, 4096}, {2 * MiB + 1, 2 * MiB}, {65, 64}};
     for (size_t i = 0; i < ARRAY_LEN(bad_blocks); i++) {
         o = (mr_arena_options){0};
-        o.upstream = &u.base;
+        o.upstream = &u->base;
         o.block_size = bad_blocks[i][0];
         o.max_block_size = bad_blocks[i][1];
-        errno = 0;
-        assert_null(mr_arena_create(&o));
-        assert_int_equal(errno, EINVAL);
+        mrt_assert_fails(mr_arena_create(&o), EINVAL);
     }
     /* buffer too small for the header: every size below the smallest that
      * works fails with EINVAL, every size from it on works */
     size_t smallest = 0;
     for (size_t n = 1; n <= sizeof buf; n++) {
         o = (mr_arena_options){0};
-        o.upstream = &u.base;
+        o.upstream = &u->base;
         o.buffer = buf;
         o.buffer_size = n;
         errno = 0;
@@ -381,7 +311,7 @@ static void test_create_invalid(void **state)
     assert_true(smallest > 16);
     assert_true(smallest <= 1024);
     /* validation happens before anything is allocated */
-    assert_int_equal(u.calls, 0);
+    assert_int_equal(u->calls, 0);
 
     /* impossible block sizes: refused at create, or every allocation that
      * needs such a block fails cleanly without a small upstream request */
@@ -389,10 +319,10 @@ static void test_create_invalid(void **state)
         {SIZE_MAX, 0}, {(size_t)PTRDIFF_MAX, 0}, {(size_t)1 << 62, 0},
         {0, SIZE_MAX}, {4096, SIZE_MAX}, {SIZE_MAX, SIZE_MAX},
     };
-    u.limit = 64 * MiB;
+    u->limit = 64 * MiB;
     for (size_t i = 0; i < ARRAY_LEN(impossible); i++) {
         o = (mr_arena_options){0};
-        o.upstream = &u.base;
+        o.upstream = &u->base;
         o.block_size = impossible[i][0];
         o.max_block_size = impossible[i][1];
         errno = 0;
@@ -400,52 +330,42 @@ static void test_create_invalid(void **state)
         if (a == NULL) {
             assert_true(errno == EINVAL || errno == ENOMEM);
         } else {
-            size_t allocs = u.allocations;
+            size_t allocs = u->allocations;
             void *p = mr_arena_alloc(a, 16);
             if (p == NULL)
                 assert_int_equal(errno, ENOMEM);
             else
-                assert_true(u.allocations == allocs || u.live[u.nlive - 1].size <= 64 * MiB);
+                assert_true(u->allocations == allocs || u->live[u->nlive - 1].size <= 64 * MiB);
             assert_true(mr_arena_check(a));
             mr_arena_destroy(a);
         }
-        mrt_assert_balanced(&u);
+        mrt_assert_balanced(u);
     }
-    u.limit = 0;
+    u->limit = 0;
 
     /* limit too small for the header */
     o = (mr_arena_options){0};
-    o.upstream = &u.base;
+    o.upstream = &u->base;
     o.limit = 1;
-    errno = 0;
-    assert_null(mr_arena_create(&o));
-    assert_int_equal(errno, ENOMEM);
-    mrt_assert_balanced(&u);
+    mrt_assert_fails(mr_arena_create(&o), ENOMEM);
+    mrt_assert_balanced(u);
     /* upstream fails */
-    u.fail_at = u.calls + 1;
+    u->fail_at = u->calls + 1;
     o = (mr_arena_options){0};
-    o.upstream = &u.base;
-    errno = 0;
-    assert_null(mr_arena_create(&o));
-    assert_int_equal(errno, ENOMEM);
-    mrt_assert_balanced(&u);
-    u.fail_at = 0;
+    o.upstream = &u->base;
+    mrt_assert_fails(mr_arena_create(&o), ENOMEM);
+    mrt_assert_balanced(u);
+    u->fail_at = 0;
     /* the null resource and no buffer: nowhere to put the header */
     o = (mr_arena_options){0};
     o.upstream = mr_null_resource();
-    errno = 0;
-    assert_null(mr_arena_create(&o));
-    assert_int_equal(errno, ENOMEM);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mrt_assert_fails(mr_arena_create(&o), ENOMEM);
 }
 
 static void test_create_options_valid(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    spy *s = spy_new(&u.base);
+    mrt_upstream *u = *state;
+    u->log_requests = true;
     size_t ps = page_size();
 
     /* block sizes are rounded to 64 bytes below a page, to pages above
@@ -455,17 +375,17 @@ static void test_create_options_valid(void **state)
         {5000, round_up(5000, ps)}, {100000, round_up(100000, ps)}, {8192, 8192},
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        mr_arena *a = arena_on(&s->base, cases[i][0], 0, 0);
-        size_t before = s->n;
+        mr_arena *a = arena_on(&u->base, cases[i][0], 0, 0);
+        size_t before = u->calls;
         void *p = mr_arena_alloc(a, 1);
         assert_non_null(p);
-        assert_int_equal(s->n, before + 1);
+        assert_int_equal(u->calls, before + 1);
         if (cases[i][1] != 0) {
-            assert_int_equal(s->size[before], cases[i][1]);
+            assert_int_equal(req_size(u, before), cases[i][1]);
         } else {
-            assert_int_equal(s->size[before] % 64, 0);
-            assert_true(s->size[before] >= cases[i][0]);
-            assert_true(s->size[before] < 1024);
+            assert_int_equal(req_size(u, before) % 64, 0);
+            assert_true(req_size(u, before) >= cases[i][0]);
+            assert_true(req_size(u, before) < 1024);
         }
         /* usable: a request bigger than the block still works */
         void *q = mr_arena_alloc(a, 3 * cases[i][0] + 100);
@@ -473,38 +393,36 @@ static void test_create_options_valid(void **state)
         memset(q, 1, 3 * cases[i][0] + 100);
         assert_true(mr_arena_check(a));
         mr_arena_destroy(a);
-        mrt_assert_balanced(&u);
+        mrt_assert_balanced(u);
     }
     /* block_size == max_block_size, and only one of them given */
     const size_t pairs[][2] = {{4096, 4096}, {0, 8192}, {8192, 0}, {4 * MiB, 0}, {0, 1024}, {64, 64}};
     for (size_t i = 0; i < ARRAY_LEN(pairs); i++) {
-        mr_arena *a = arena_on(&s->base, pairs[i][0], pairs[i][1], 0);
+        mr_arena *a = arena_on(&u->base, pairs[i][0], pairs[i][1], 0);
         for (size_t k = 0; k < 100; k++)
             assert_non_null(mr_arena_alloc(a, 1000));
         assert_true(mr_arena_check(a));
         mr_arena_destroy(a);
-        mrt_assert_balanced(&u);
+        mrt_assert_balanced(u);
     }
     /* limit alone */
-    mr_arena *a = arena_on(&s->base, 0, 0, MiB);
+    mr_arena *a = arena_on(&u->base, 0, 0, MiB);
     assert_non_null(mr_arena_alloc(a, 1000));
     mr_arena_destroy(a);
     /* a buffer with upstream NULL: the default resource backs it */
     alignas(max_align_t) unsigned char buf[1024];
-    mr_resource *prev = mr_set_default_resource(&u.base);
+    mr_resource *prev = mr_set_default_resource(&u->base);
     mr_arena_options o = {0};
     o.buffer = buf;
     o.buffer_size = sizeof buf;
+    size_t calls = u->calls;
     a = mr_arena_create(&o);
     mr_set_default_resource(prev);
     assert_non_null(a);
-    assert_int_equal(u.calls, s->n); /* nothing yet from the default resource */
+    assert_int_equal(u->calls, calls); /* nothing yet from the default resource */
     assert_non_null(mr_arena_alloc(a, 4000)); /* more than the buffer holds */
-    assert_true(u.allocations > 0);
+    assert_true(u->allocations > 0);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    free(s);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -513,10 +431,8 @@ static void test_create_options_valid(void **state)
 
 static void test_alloc_aligned_and_disjoint(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     enum { N = 700 };
     static unsigned char *ps[N];
     size_t total = 0;
@@ -525,7 +441,7 @@ static void test_alloc_aligned_and_disjoint(void **state)
         assert_non_null(ps[i]);
         assert_true(is_aligned(ps[i], A));
         if (i > 0) /* a size-0 pointer may point anywhere */
-            assert_true(mrt_upstream_owns(&u, ps[i]));
+            assert_true(mrt_upstream_owns(u, ps[i]));
         fill(ps[i], i, i);
         total += i;
     }
@@ -535,7 +451,7 @@ static void test_alloc_aligned_and_disjoint(void **state)
     assert_true(st.in_use >= total);
     assert_true(st.in_use <= st.held);
     assert_int_equal(st.allocations, N);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     assert_true(mr_arena_check(a));
     /* the boundary of the inline path */
     unsigned char *p = mr_arena_alloc(a, MRI_ARENA_INLINE_MAX);
@@ -547,16 +463,12 @@ static void test_alloc_aligned_and_disjoint(void **state)
     assert_int_equal(p[MRI_ARENA_INLINE_MAX - 1], 1);
     assert_true(mr_arena_check(a));
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_alloc_consecutive(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     /* within a block, allocations are bumped: each right after the last,
      * rounded to MR_ARENA_ALIGN */
     char *p = mr_arena_alloc(a, 1);
@@ -568,16 +480,12 @@ static void test_alloc_consecutive(void **state)
     assert_non_null(s);
     assert_true(s == r || s == r + A);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_size_zero(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 0, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 0, 0, 0);
     /* on an arena with no block yet: still non-NULL and aligned */
     void *z = mr_arena_alloc(a, 0);
     assert_non_null(z);
@@ -598,7 +506,7 @@ static void test_size_zero(void **state)
     assert_non_null(z);
     assert_true(is_aligned(z, A));
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* even in a full arena that cannot grow */
     alignas(max_align_t) unsigned char buf[1024];
@@ -609,15 +517,12 @@ static void test_size_zero(void **state)
     assert_non_null(mr_arena_calloc(a, 0, 0));
     assert_true(mr_arena_check(a));
     mr_arena_destroy(a);
-    mrt_upstream_fini(&u);
 }
 
 static void test_alloc_aligned_every_alignment(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     enum { MAXN = 512 };
     static unsigned char *ps[MAXN];
     static size_t sz[MAXN];
@@ -638,9 +543,9 @@ static void test_alloc_aligned_every_alignment(void **state)
     }
     for (size_t i = 0; i < n; i++)
         assert_int_equal(verify(ps[i], sz[i], i), SIZE_MAX);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* in a buffer arena that cannot grow: small alignments come from the
      * buffer, all correctly aligned */
@@ -655,115 +560,83 @@ static void test_alloc_aligned_every_alignment(void **state)
     }
     assert_true(mr_arena_check(a));
     mr_arena_destroy(a);
-    mrt_upstream_fini(&u);
 }
 
 static void test_alloc_aligned_invalid(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     assert_non_null(mr_arena_alloc(a, 40));
     void *next = probe(a);
-    snapshot before = snap(a, &u);
-    size_t calls = u.calls;
+    snapshot before = snap(a, u);
+    size_t calls = u->calls;
     for (size_t i = 0; i < ARRAY_LEN(bad_aligns); i++) {
         const size_t sizes[] = {0, 1, 16, 100000, SIZE_MAX};
         for (size_t j = 0; j < ARRAY_LEN(sizes); j++) {
-            errno = 0;
-            assert_null(mr_arena_alloc_aligned(a, sizes[j], bad_aligns[i]));
-            assert_int_equal(errno, EINVAL);
-            assert_unchanged(a, &u, &before);
-            errno = 0;
-            assert_null(mr_allocate(mr_arena_resource(a), sizes[j], bad_aligns[i]));
-            assert_int_equal(errno, EINVAL);
-            assert_unchanged(a, &u, &before);
+            mrt_assert_fails(mr_arena_alloc_aligned(a, sizes[j], bad_aligns[i]), EINVAL);
+            assert_unchanged(a, u, &before);
+            mrt_assert_fails(mr_allocate(mr_arena_resource(a), sizes[j], bad_aligns[i]), EINVAL);
+            assert_unchanged(a, u, &before);
         }
     }
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     assert_ptr_equal(probe(a), next);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* SIZE_MAX-class requests through every entry point: NULL, ENOMEM, the
  * arena unchanged, and the upstream never asked for a small (wrapped) size. */
 static void test_huge_sizes(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    u.limit = 64 * MiB; /* a huge request is refused here, not by malloc */
-    spy *s = spy_new(&u.base);
-    mr_arena *a = arena_on(&s->base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    u->limit = 64 * MiB; /* a huge request is refused here, not by malloc */
+    u->log_requests = true;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     unsigned char *old = mr_arena_alloc(a, 48);
     unsigned char *newest = mr_arena_alloc(a, 32);
     fill(old, 48, 1);
     fill(newest, 32, 2);
     void *next = probe(a);
-    snapshot before = snap(a, &u);
-    size_t from = s->n;
+    snapshot before = snap(a, u);
+    size_t from = u->calls;
 
     for (size_t i = 0; i < ARRAY_LEN(huge_sizes); i++) {
         size_t n = huge_sizes[i];
         const size_t aligns[] = {1, 16, 64, 4096, MiB};
         for (size_t j = 0; j < ARRAY_LEN(aligns); j++) {
-            errno = 0;
-            assert_null(mr_arena_alloc_aligned(a, n, aligns[j]));
-            assert_int_equal(errno, ENOMEM);
-            assert_unchanged(a, &u, &before);
-            errno = 0;
-            assert_null(mr_allocate(mr_arena_resource(a), n, aligns[j]));
-            assert_int_equal(errno, ENOMEM);
-            assert_unchanged(a, &u, &before);
+            mrt_assert_fails(mr_arena_alloc_aligned(a, n, aligns[j]), ENOMEM);
+            assert_unchanged(a, u, &before);
+            mrt_assert_fails(mr_allocate(mr_arena_resource(a), n, aligns[j]), ENOMEM);
+            assert_unchanged(a, u, &before);
         }
-        errno = 0;
-        assert_null(mr_arena_alloc(a, n));
-        assert_int_equal(errno, ENOMEM);
-        assert_unchanged(a, &u, &before);
-        errno = 0;
-        assert_null(mr_arena_calloc(a, n, 1));
-        assert_int_equal(errno, ENOMEM);
-        assert_unchanged(a, &u, &before);
-        errno = 0;
-        assert_null(mr_arena_calloc(a, 1, n));
-        assert_int_equal(errno, ENOMEM);
-        assert_unchanged(a, &u, &before);
-        errno = 0;
-        assert_null(mr_arena_realloc(a, NULL, 0, n));
-        assert_int_equal(errno, ENOMEM);
-        assert_unchanged(a, &u, &before);
-        errno = 0;
-        assert_null(mr_arena_realloc(a, newest, 32, n));
-        assert_int_equal(errno, ENOMEM);
-        assert_unchanged(a, &u, &before);
-        errno = 0;
-        assert_null(mr_arena_realloc(a, old, 48, n));
-        assert_int_equal(errno, ENOMEM);
-        assert_unchanged(a, &u, &before);
-        assert_no_small_request(s, from);
+        mrt_assert_fails(mr_arena_alloc(a, n), ENOMEM);
+        assert_unchanged(a, u, &before);
+        mrt_assert_fails(mr_arena_calloc(a, n, 1), ENOMEM);
+        assert_unchanged(a, u, &before);
+        mrt_assert_fails(mr_arena_calloc(a, 1, n), ENOMEM);
+        assert_unchanged(a, u, &before);
+        mrt_assert_fails(mr_arena_realloc(a, NULL, 0, n), ENOMEM);
+        assert_unchanged(a, u, &before);
+        mrt_assert_fails(mr_arena_realloc(a, newest, 32, n), ENOMEM);
+        assert_unchanged(a, u, &before);
+        mrt_assert_fails(mr_arena_realloc(a, old, 48, n), ENOMEM);
+        assert_unchanged(a, u, &before);
+        assert_no_small_request(u, from);
     }
     /* alignments that cannot be met: valid powers of two, so ENOMEM */
     const size_t huge_aligns[] = {(size_t)1 << 63, (size_t)1 << 62};
     for (size_t j = 0; j < ARRAY_LEN(huge_aligns); j++) {
         const size_t sizes[] = {0, 16, huge_aligns[j], SIZE_MAX};
         for (size_t k = 0; k < ARRAY_LEN(sizes); k++) {
-            errno = 0;
-            assert_null(mr_arena_alloc_aligned(a, sizes[k], huge_aligns[j]));
-            assert_int_equal(errno, ENOMEM);
-            assert_unchanged(a, &u, &before);
+            mrt_assert_fails(mr_arena_alloc_aligned(a, sizes[k], huge_aligns[j]), ENOMEM);
+            assert_unchanged(a, u, &before);
         }
     }
-    assert_no_small_request(s, from);
+    assert_no_small_request(u, from);
     assert_int_equal(verify(old, 48, 1), SIZE_MAX);
     assert_int_equal(verify(newest, 32, 2), SIZE_MAX);
     assert_ptr_equal(probe(a), next);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    free(s);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -772,10 +645,8 @@ static void test_huge_sizes(void **state)
 
 static void test_calloc_zeroes(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u); /* it hands out memory filled with 0xA5 */
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state; /* it hands out memory filled with 0xA5 */
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     const size_t shapes[][2] = {{100, 8}, {1, 1}, {3, 5}, {4000, 1}, {1, 100000}, {25000, 4}};
     unsigned char *p[ARRAY_LEN(shapes)];
     mr_arena_mark m = mr_arena_save(a);
@@ -813,47 +684,36 @@ static void test_calloc_zeroes(void **state)
     assert_ptr_equal(z, e);
     assert_true(all_zero(z, 256));
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_calloc_overflow(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    u.limit = 64 * MiB;
-    spy *s = spy_new(&u.base);
-    mr_arena *a = arena_on(&s->base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    u->limit = 64 * MiB;
+    u->log_requests = true;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     assert_non_null(mr_arena_alloc(a, 10));
     void *next = probe(a);
-    snapshot before = snap(a, &u);
-    size_t calls = u.calls;
+    snapshot before = snap(a, u);
+    size_t calls = u->calls;
     const size_t pairs[][2] = {
         {SIZE_MAX / 2 + 1, 2}, {2, SIZE_MAX / 2 + 1}, {SIZE_MAX, SIZE_MAX}, {SIZE_MAX, 2},
         {(size_t)1 << 32, (size_t)1 << 32}, {SIZE_MAX / 16 + 1, 16}, {16, SIZE_MAX / 16 + 1},
         {3, SIZE_MAX / 3 + 1},
     };
     for (size_t i = 0; i < ARRAY_LEN(pairs); i++) {
-        errno = 0;
-        assert_null(mr_arena_calloc(a, pairs[i][0], pairs[i][1]));
-        assert_int_equal(errno, ENOMEM);
-        assert_unchanged(a, &u, &before);
+        mrt_assert_fails(mr_arena_calloc(a, pairs[i][0], pairs[i][1]), ENOMEM);
+        assert_unchanged(a, u, &before);
     }
     /* overflow is detected before any upstream call */
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     /* no overflow, but impossible */
-    size_t from = s->n;
-    errno = 0;
-    assert_null(mr_arena_calloc(a, (size_t)PTRDIFF_MAX / 2 + 1, 2));
-    assert_int_equal(errno, ENOMEM);
-    assert_unchanged(a, &u, &before);
-    assert_no_small_request(s, from);
+    size_t from = u->calls;
+    mrt_assert_fails(mr_arena_calloc(a, (size_t)PTRDIFF_MAX / 2 + 1, 2), ENOMEM);
+    assert_unchanged(a, u, &before);
+    assert_no_small_request(u, from);
     assert_ptr_equal(probe(a), next);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    free(s);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -862,10 +722,8 @@ static void test_calloc_overflow(void **state)
 
 static void test_realloc_in_place_newest(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     assert_non_null(mr_arena_alloc(a, 16));
 
     /* grow in place */
@@ -901,16 +759,12 @@ static void test_realloc_in_place_newest(void **state)
     assert_int_equal(verify(q, 24, 5), SIZE_MAX);
     assert_true(mr_arena_check(a));
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_realloc_copies(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
 
     /* not the newest: grow copies, contents preserved, neighbour untouched */
     unsigned char *p = mr_arena_alloc(a, 32);
@@ -946,15 +800,13 @@ static void test_realloc_copies(void **state)
     assert_ptr_equal(n, next);
     assert_true(is_aligned(n, A));
     assert_true(mr_arena_check(a));
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_realloc_failure_keeps_p(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     alignas(max_align_t) unsigned char buf[4096];
     mr_arena *a = arena_buf(mr_null_resource(), buf, sizeof buf);
     unsigned char *old = mr_arena_alloc(a, 64);
@@ -964,15 +816,11 @@ static void test_realloc_failure_keeps_p(void **state)
     void *next = probe(a);
     snapshot before = snap(a, NULL);
     /* the newest cannot grow past the buffer */
-    errno = 0;
-    assert_null(mr_arena_realloc(a, p, 64, 8192));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_arena_realloc(a, p, 64, 8192), ENOMEM);
     assert_unchanged(a, NULL, &before);
     assert_int_equal(verify(p, 64, 10), SIZE_MAX);
     /* an older one cannot be copied */
-    errno = 0;
-    assert_null(mr_arena_realloc(a, old, 64, 8192));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_arena_realloc(a, old, 64, 8192), ENOMEM);
     assert_unchanged(a, NULL, &before);
     assert_int_equal(verify(old, 64, 9), SIZE_MAX);
     assert_ptr_equal(probe(a), next);
@@ -982,26 +830,20 @@ static void test_realloc_failure_keeps_p(void **state)
     mr_arena_destroy(a);
 
     /* with an upstream that fails when the arena needs a new block */
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    a = arena_on(&u.base, 4096, 0, 0);
+    a = arena_on(&u->base, 4096, 0, 0);
     p = mr_arena_alloc(a, 100);
     fill(p, 100, 11);
-    before = snap(a, &u);
-    u.fail_at = u.calls + 1;
-    u.fail_all_after = true;
-    errno = 0;
-    assert_null(mr_arena_realloc(a, p, 100, 100000));
-    assert_int_equal(errno, ENOMEM);
-    assert_unchanged(a, &u, &before);
+    before = snap(a, u);
+    u->fail_at = u->calls + 1;
+    u->fail_all_after = true;
+    mrt_assert_fails(mr_arena_realloc(a, p, 100, 100000), ENOMEM);
+    assert_unchanged(a, u, &before);
     assert_int_equal(verify(p, 100, 11), SIZE_MAX);
-    u.fail_at = 0;
+    u->fail_at = 0;
     unsigned char *q = mr_arena_realloc(a, p, 100, 100000);
     assert_non_null(q);
     assert_int_equal(verify(q, 100, 11), SIZE_MAX);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -1020,16 +862,14 @@ static char *vsp(mr_arena *a, const char *fmt, ...)
 
 static void test_strdup_strndup(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     const char *src = "hello, arena";
     char *s = mr_arena_strdup(a, src);
     assert_non_null(s);
     assert_true(s != src);
     assert_string_equal(s, src);
-    assert_true(mrt_upstream_owns(&u, s));
+    assert_true(mrt_upstream_owns(u, s));
     s = mr_arena_strdup(a, "");
     assert_non_null(s);
     assert_string_equal(s, "");
@@ -1071,27 +911,19 @@ static void test_strdup_strndup(void **state)
 
     /* NULL string: EINVAL, nothing changed */
     void *next = probe(a);
-    snapshot before = snap(a, &u);
-    errno = 0;
-    assert_null(mr_arena_strdup(a, NULL));
-    assert_int_equal(errno, EINVAL);
-    assert_unchanged(a, &u, &before);
-    errno = 0;
-    assert_null(mr_arena_strndup(a, NULL, 3));
-    assert_int_equal(errno, EINVAL);
-    assert_unchanged(a, &u, &before);
+    snapshot before = snap(a, u);
+    mrt_assert_fails(mr_arena_strdup(a, NULL), EINVAL);
+    assert_unchanged(a, u, &before);
+    mrt_assert_fails(mr_arena_strndup(a, NULL, 3), EINVAL);
+    assert_unchanged(a, u, &before);
     assert_ptr_equal(probe(a), next);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_sprintf(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     assert_non_null(mr_arena_alloc(a, 8));
     /* fits in the tail: formatted right where the next allocation goes */
     char *next = probe(a);
@@ -1121,10 +953,8 @@ static void test_sprintf(void **state)
     assert_int_equal(strlen(s), 30000);
     free(longs);
     assert_true(mr_arena_check(a));
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* The exact edge of the tail: a buffer arena whose free space is measured
@@ -1132,11 +962,9 @@ static void test_sprintf(void **state)
  * characters does not and goes to the upstream. */
 static void test_sprintf_tail_edge(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     alignas(max_align_t) unsigned char buf[2048];
-    mr_arena *a = arena_buf(&u.base, buf, sizeof buf);
+    mr_arena *a = arena_buf(&u->base, buf, sizeof buf);
     mr_arena_mark start = mr_arena_save(a);
     size_t units = 0;
     for (;;) {
@@ -1167,14 +995,12 @@ static void test_sprintf_tail_edge(void **state)
                 assert_ptr_equal(s, where);
             } else {
                 assert_false(inbuf);
-                assert_true(mrt_upstream_owns(&u, s));
+                assert_true(mrt_upstream_owns(u, s));
             }
             assert_true(mr_arena_check(a));
         }
     }
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_sprintf_failure(void **state)
@@ -1189,9 +1015,7 @@ static void test_sprintf_failure(void **state)
     char big[2048];
     memset(big, 'b', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    errno = 0;
-    assert_null(mr_arena_sprintf(a, "%s", big));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_arena_sprintf(a, "%s", big), ENOMEM);
     assert_unchanged(a, NULL, &before);
     /* more than INT_MAX characters: vsnprintf fails (EOVERFLOW) */
     errno = 0;
@@ -1231,11 +1055,9 @@ static void run_sequence(mr_arena *a, void **out, size_t n, bool big)
     }
 }
 
-static void check_same_addresses(bool big)
+static void check_same_addresses(mrt_upstream *u, bool big)
 {
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 65536, 0);
+    mr_arena *a = arena_on(&u->base, 4096, 65536, 0);
     unsigned char *pre = mr_arena_alloc(a, 100);
     fill(pre, 100, 12);
     enum { N = 600 };
@@ -1247,63 +1069,47 @@ static void check_same_addresses(bool big)
         mr_arena_rewind(a, m);
         assert_true(mr_arena_check(a));
         assert_int_equal(verify(pre, 100, 12), SIZE_MAX);
-        size_t calls = u.calls;
+        size_t calls = u->calls;
         run_sequence(a, again, N, big);
-        assert_int_equal(u.calls, calls); /* no upstream call */
+        assert_int_equal(u->calls, calls); /* no upstream call */
         for (size_t i = 0; i < N; i++)
             assert_ptr_equal(again[i], first[i]);
         mr_stats st = stats(a);
         assert_int_equal(st.held, st1.held);
         assert_int_equal(st.in_use, st1.in_use);
-        assert_agrees(a, &u);
+        assert_agrees(a, u);
     }
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
-static void test_rewind_same_addresses(void **state)
-{
-    (void)state;
-    check_same_addresses(false);
-}
+static void test_rewind_same_addresses(void **state) { check_same_addresses(*state, false); }
 
-static void test_rewind_same_addresses_big_blocks(void **state)
-{
-    (void)state;
-    check_same_addresses(true);
-}
+static void test_rewind_same_addresses_big_blocks(void **state) { check_same_addresses(*state, true); }
 
 static void test_rewind_buffer_then_upstream(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     alignas(max_align_t) unsigned char buf[1024];
-    mr_arena *a = arena_buf(&u.base, buf, sizeof buf);
+    mr_arena *a = arena_buf(&u->base, buf, sizeof buf);
     enum { N = 200 };
     void *first[N], *again[N];
     mr_arena_mark m = mr_arena_save(a);
     run_sequence(a, first, N, false);
-    assert_true(u.allocations > 0);
+    assert_true(u->allocations > 0);
     mr_arena_rewind(a, m);
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     run_sequence(a, again, N, false);
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     for (size_t i = 0; i < N; i++)
         assert_ptr_equal(again[i], first[i]);
     assert_true((unsigned char *)first[0] >= buf && (unsigned char *)first[0] < buf + sizeof buf);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_nested_marks(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     mr_arena_mark m0 = mr_arena_save(a);
     size_t use0 = stats(a).in_use;
     unsigned char *a1 = mr_arena_alloc(a, 10);
@@ -1345,11 +1151,9 @@ static void test_nested_marks(void **state)
     mr_stats st = stats(a);
     mr_arena_rewind(a, here);
     mr_stats st2 = stats(a);
-    assert_stats_eq(&st, &st2);
+    mrt_assert_stats_equal(&st, &st2);
     assert_true(mr_arena_check(a));
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -1358,13 +1162,11 @@ static void test_nested_marks(void **state)
 
 static void test_cleanups_lifo(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     cleanup_n = 0;
 
     /* reset */
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     for (intptr_t i = 1; i <= 3; i++) {
         assert_non_null(mr_arena_alloc(a, 1000));
         assert_int_equal(mr_arena_defer(a, log_cleanup, (void *)i), 0);
@@ -1393,17 +1195,13 @@ static void test_cleanups_lifo(void **state)
     for (size_t i = 0; i < M; i++)
         assert_int_equal(cleanup_log[i], M - 1 - i);
     cleanup_n = 0;
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_cleanups_rewind(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     cleanup_n = 0;
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     assert_int_equal(mr_arena_defer(a, log_cleanup, (void *)1), 0);
     mr_arena_mark m = mr_arena_save(a);
     assert_int_equal(mr_arena_defer(a, log_cleanup, (void *)2), 0);
@@ -1430,8 +1228,6 @@ static void test_cleanups_rewind(void **state)
     assert_log((const intptr_t[]){4, 1}, 2);
     mr_arena_destroy(a);
     assert_log(NULL, 0);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* Cleanups run before the memory is freed: they may read what they guard. */
@@ -1447,10 +1243,8 @@ static void read_guarded(void *arg)
 
 static void test_cleanups_run_before_free(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     cleanup_seen_n = 0;
     mr_arena_mark m = mr_arena_save(a);
     int *x = mr_arena_alloc(a, sizeof *x);
@@ -1479,38 +1273,34 @@ static void test_cleanups_run_before_free(void **state)
     assert_int_equal(cleanup_seen[2], 43);
     assert_int_equal(cleanup_seen[3], 44);
     assert_int_equal(cleanup_seen[4], 45);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_defer_failure(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     cleanup_n = 0;
     /* fn NULL */
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
-    snapshot before = snap(a, &u);
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
+    snapshot before = snap(a, u);
     errno = 0;
     assert_int_equal(mr_arena_defer(a, NULL, NULL), -1);
     assert_int_equal(errno, EINVAL);
-    assert_unchanged(a, &u, &before);
+    assert_unchanged(a, u, &before);
 
     /* an upstream that fails from now on: records fill the current block,
      * then defer fails with ENOMEM and registers nothing */
     assert_non_null(mr_arena_alloc(a, 1));
-    u.fail_at = u.calls + 1;
-    u.fail_all_after = true;
+    u->fail_at = u->calls + 1;
+    u->fail_all_after = true;
     intptr_t ok = 0;
     for (;;) {
-        before = snap(a, &u);
+        before = snap(a, u);
         errno = 0;
         int rc = mr_arena_defer(a, log_cleanup, (void *)ok);
         if (rc != 0) {
             assert_int_equal(rc, -1);
             assert_int_equal(errno, ENOMEM);
-            assert_unchanged(a, &u, &before);
+            assert_unchanged(a, u, &before);
             break;
         }
         ok++;
@@ -1523,12 +1313,12 @@ static void test_defer_failure(void **state)
         assert_int_equal(cleanup_log[i], ok - 1 - i);
     cleanup_n = 0;
     assert_true(mr_arena_check(a));
-    u.fail_at = 0;
-    u.fail_all_after = false;
+    u->fail_at = 0;
+    u->fail_all_after = false;
     assert_int_equal(mr_arena_defer(a, log_cleanup, (void *)7), 0);
     mr_arena_destroy(a);
     assert_log((const intptr_t[]){7}, 1);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* a full buffer and the null resource */
     alignas(max_align_t) unsigned char buf[1024];
@@ -1542,141 +1332,119 @@ static void test_defer_failure(void **state)
     assert_unchanged(a, NULL, &before);
     mr_arena_destroy(a);
     assert_log(NULL, 0);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
  * reset and release
  * ====================================================================== */
 
-static void check_reset_cycles(bool big)
+static void check_reset_cycles(mrt_upstream *u, bool big)
 {
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 65536, 0);
+    mr_arena *a = arena_on(&u->base, 4096, 65536, 0);
     enum { N = 2000 };
     static void *first[N], *again[N];
     run_sequence(a, first, N, big);
-    assert_true(u.allocations > 4); /* it grew over several blocks */
+    assert_true(u->allocations > 4); /* it grew over several blocks */
     mr_stats st1 = stats(a);
     for (int cycle = 0; cycle < 5; cycle++) {
-        size_t calls = u.calls, deallocs = u.deallocations;
+        size_t calls = u->calls, deallocs = u->deallocations;
         mr_arena_reset(a);
-        assert_int_equal(u.calls, calls);          /* reset: no upstream call */
-        assert_int_equal(u.deallocations, deallocs);
+        assert_int_equal(u->calls, calls);          /* reset: no upstream call */
+        assert_int_equal(u->deallocations, deallocs);
         mr_stats st = stats(a);
         assert_int_equal(st.in_use, 0);
         assert_int_equal(st.held, st1.held);
         assert_true(mr_arena_check(a));
         run_sequence(a, again, N, big);
-        assert_int_equal(u.calls, calls);          /* nor the cycle after it */
-        assert_int_equal(u.deallocations, deallocs);
+        assert_int_equal(u->calls, calls);          /* nor the cycle after it */
+        assert_int_equal(u->deallocations, deallocs);
         for (size_t i = 0; i < N; i++) {           /* blocks reused in order */
             if (again[i] != first[i])
                 fprintf(stderr, "# cycle %d: allocation %zu moved from %p to %p\n", cycle, i, first[i], again[i]);
             assert_ptr_equal(again[i], first[i]);
         }
-        assert_agrees(a, &u);
+        assert_agrees(a, u);
     }
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
-static void test_reset_no_upstream_calls(void **state)
-{
-    (void)state;
-    check_reset_cycles(false);
-}
+static void test_reset_no_upstream_calls(void **state) { check_reset_cycles(*state, false); }
 
-static void test_reset_no_upstream_calls_big_blocks(void **state)
-{
-    (void)state;
-    check_reset_cycles(true);
-}
+static void test_reset_no_upstream_calls_big_blocks(void **state) { check_reset_cycles(*state, true); }
 
 static void test_reset_buffer(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     alignas(max_align_t) unsigned char buf[2048];
-    mr_arena *a = arena_buf(&u.base, buf, sizeof buf);
+    mr_arena *a = arena_buf(&u->base, buf, sizeof buf);
     void *first = probe(a);
     assert_true((unsigned char *)first >= buf && (unsigned char *)first < buf + sizeof buf);
     for (int i = 0; i < 100; i++)
         assert_non_null(mr_arena_alloc(a, 100));
-    assert_true(u.allocations > 0);
-    size_t calls = u.calls;
+    assert_true(u->allocations > 0);
+    size_t calls = u->calls;
     mr_arena_reset(a);
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     assert_ptr_equal(probe(a), first);
     for (int i = 0; i < 100; i++)
         assert_non_null(mr_arena_alloc(a, 100));
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_release(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    spy *s = spy_new(&u.base);
-    mr_arena *a = arena_on(&s->base, 4096, 65536, 0);
-    size_t header_bytes = u.bytes;
-    assert_int_equal(u.allocations, 1);
-    size_t first_req = s->n;
+    mrt_upstream *u = *state;
+    u->log_requests = true;
+    mr_arena *a = arena_on(&u->base, 4096, 65536, 0);
+    size_t header_bytes = u->bytes;
+    assert_int_equal(u->allocations, 1);
+    size_t first_req = u->calls;
     void *first = mr_arena_alloc(a, 100);
     assert_non_null(first);
-    size_t first_block = s->size[first_req];
+    size_t first_block = req_size(u, first_req);
     for (int i = 0; i < 500; i++)
         assert_non_null(mr_arena_alloc(a, 700));
     assert_non_null(mr_arena_alloc(a, 300000));
-    assert_true(u.allocations > 5);
+    assert_true(u->allocations > 5);
     size_t peak = stats(a).peak_held;
 
     mr_arena_release(a);
     /* every block went back; only the header is left */
-    assert_int_equal(mrt_upstream_live(&u), 1);
-    assert_int_equal(u.bytes, header_bytes);
-    assert_int_equal(u.bad_deallocations, 0);
+    assert_int_equal(mrt_upstream_live(u), 1);
+    assert_int_equal(u->bytes, header_bytes);
+    assert_int_equal(u->bad_deallocations, 0);
     mr_stats st = stats(a);
     assert_int_equal(st.in_use, 0);
     assert_int_equal(st.held, header_bytes);
     assert_int_equal(st.peak_held, peak);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     assert_true(mr_arena_check(a));
     /* usable again; growth restarts from block_size */
-    size_t req = s->n;
+    size_t req = u->calls;
     assert_non_null(mr_arena_alloc(a, 100));
-    assert_int_equal(s->n, req + 1);
-    assert_int_equal(s->size[req], first_block);
+    assert_int_equal(u->calls, req + 1);
+    assert_int_equal(req_size(u, req), first_block);
     for (int i = 0; i < 500; i++)
         assert_non_null(mr_arena_alloc(a, 700));
     mr_arena_release(a);
     mr_arena_release(a);
-    assert_int_equal(u.bytes, header_bytes);
+    assert_int_equal(u->bytes, header_bytes);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* a buffer arena: release keeps the buffer as the first block */
     alignas(max_align_t) unsigned char buf[2048];
-    a = arena_buf(&u.base, buf, sizeof buf);
+    a = arena_buf(&u->base, buf, sizeof buf);
     void *bfirst = probe(a);
     for (int i = 0; i < 100; i++)
         assert_non_null(mr_arena_alloc(a, 200));
-    assert_true(u.bytes > 0);
+    assert_true(u->bytes > 0);
     mr_arena_release(a);
-    assert_int_equal(u.bytes, 0);
+    assert_int_equal(u->bytes, 0);
     assert_int_equal(stats(a).held, 0);
     assert_ptr_equal(probe(a), bfirst);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    free(s);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -1685,10 +1453,8 @@ static void test_release(void **state)
 
 static void test_buffer_null_never_touches_heap(void **state)
 {
-    (void)state;
-    mrt_upstream trap; /* as the default: must never be called */
-    mrt_upstream_init(&trap);
-    mr_resource *prev = mr_set_default_resource(&trap.base);
+    mrt_upstream *trap = *state; /* as the default: must never be called */
+    mr_resource *prev = mr_set_default_resource(&trap->base);
     alignas(max_align_t) unsigned char buf[8192];
 #if HAVE_MALLINFO2
     struct mallinfo2 before = mallinfo2();
@@ -1722,9 +1488,7 @@ static void test_buffer_null_never_touches_heap(void **state)
         assert_int_equal(errno, ENOMEM);
         assert_true(n > 10);
         (void)last;
-        errno = 0;
-        assert_null(mr_arena_alloc(a, 100000));
-        assert_int_equal(errno, ENOMEM);
+        mrt_assert_fails(mr_arena_alloc(a, 100000), ENOMEM);
         assert_true(mr_arena_check(a));
         mr_stats st = stats(a);
         assert_int_equal(st.held, 0);
@@ -1748,8 +1512,7 @@ static void test_buffer_null_never_touches_heap(void **state)
     assert_int_equal(after.hblkhd, before.hblkhd);
 #endif
     mr_set_default_resource(prev);
-    assert_int_equal(trap.calls, 0);
-    mrt_upstream_fini(&trap);
+    assert_int_equal(trap->calls, 0);
     /* the buffer is ours again: writable (ASan: no poison left behind) */
     memset(buf, 0, sizeof buf);
 }
@@ -1781,19 +1544,17 @@ static void test_buffer_misaligned(void **state)
 
 static void test_limit(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    spy *s = spy_new(&u.base);
+    mrt_upstream *u = *state;
+    u->log_requests = true;
     const size_t limit = 64 * KiB;
-    mr_arena *a = arena_on(&s->base, 4096, 0, limit);
+    mr_arena *a = arena_on(&u->base, 4096, 0, limit);
     size_t n = 0;
     for (;;) {
         errno = 0;
         void *p = mr_arena_alloc(a, 1000);
         mr_stats st = stats(a);
         assert_true(st.held <= limit);
-        assert_true(u.bytes <= limit);
+        assert_true(u->bytes <= limit);
         if (p == NULL) {
             assert_int_equal(errno, ENOMEM);
             break;
@@ -1802,21 +1563,17 @@ static void test_limit(void **state)
         assert_true(n < 1000);
     }
     assert_true(n >= 40); /* most of the limit is usable */
-    assert_true(u.peak_bytes <= limit);
+    assert_true(u->peak_bytes <= limit);
     assert_true(stats(a).peak_held <= limit);
     assert_true(mr_arena_check(a));
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     /* a request that can never fit is refused without asking upstream for
      * more than the limit */
-    errno = 0;
-    assert_null(mr_arena_alloc(a, 100000));
-    assert_int_equal(errno, ENOMEM);
-    errno = 0;
-    assert_null(mr_arena_alloc_aligned(a, 1000, 65536));
-    assert_int_equal(errno, ENOMEM);
-    for (size_t i = 0; i < s->n; i++)
-        assert_true(s->size[i] <= limit);
-    assert_int_equal(u.failures, 0); /* the arena refused; upstream never hit */
+    mrt_assert_fails(mr_arena_alloc(a, 100000), ENOMEM);
+    mrt_assert_fails(mr_arena_alloc_aligned(a, 1000, 65536), ENOMEM);
+    for (size_t i = 0; i < u->calls; i++)
+        assert_true(req_size(u, i) <= limit);
+    assert_int_equal(u->failures, 0); /* the arena refused; upstream never hit */
     /* usable after reset, the same amount fits again */
     mr_arena_reset(a);
     size_t again = 0;
@@ -1831,38 +1588,38 @@ static void test_limit(void **state)
         again++;
     }
     assert_true(again >= 40);
-    assert_true(u.peak_bytes <= limit);
+    assert_true(u->peak_bytes <= limit);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* a limit that cuts the growth short: the last block is smaller, but
      * still rounded as every block is (64 bytes below a page, pages above) */
     {
         size_t ps = page_size();
-        mr_arena *h = arena_on(&s->base, 4096, 0, 0);
-        size_t header = u.bytes;
+        mr_arena *h = arena_on(&u->base, 4096, 0, 0);
+        size_t header = u->bytes;
         mr_arena_destroy(h);
-        mr_arena *c = arena_on(&s->base, 4096, 0, header + 4096 + 8192 + 6000);
-        size_t from = s->n;
+        mr_arena *c = arena_on(&u->base, 4096, 0, header + 4096 + 8192 + 6000);
+        size_t from = u->calls;
         while (mr_arena_alloc(c, 512) != NULL) {
         }
-        assert_true(s->n - from >= 3);
-        for (size_t i = from; i < s->n; i++) {
-            if (s->size[i] >= ps)
-                assert_int_equal(s->size[i] % ps, 0);
+        assert_true(u->calls - from >= 3);
+        for (size_t i = from; i < u->calls; i++) {
+            if (req_size(u, i) >= ps)
+                assert_int_equal(req_size(u, i) % ps, 0);
             else
-                assert_int_equal(s->size[i] % 64, 0);
+                assert_int_equal(req_size(u, i) % 64, 0);
         }
         assert_true(stats(c).held <= header + 4096 + 8192 + 6000);
         mr_arena_destroy(c);
-        mrt_assert_balanced(&u);
+        mrt_assert_balanced(u);
     }
 
     /* with a buffer: the buffer does not count against the limit */
-    u.peak_bytes = 0;
+    u->peak_bytes = 0;
     alignas(max_align_t) unsigned char buf[8192];
     mr_arena_options o = {0};
-    o.upstream = &u.base;
+    o.upstream = &u->base;
     o.buffer = buf;
     o.buffer_size = sizeof buf;
     o.limit = 4096;
@@ -1876,11 +1633,8 @@ static void test_limit(void **state)
         assert_true(stats(a).held <= 4096);
     }
     assert_true(inbuf >= 60);
-    assert_true(u.peak_bytes <= 4096);
+    assert_true(u->peak_bytes <= 4096);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    free(s);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -1889,19 +1643,17 @@ static void test_limit(void **state)
 
 static void test_block_sizes(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    spy *s = spy_new(&u.base);
+    mrt_upstream *u = *state;
+    u->log_requests = true;
     size_t ps = page_size();
-    mr_arena *a = arena_on(&s->base, 4096, 65536, 0);
-    size_t from = s->n; /* after the header */
-    while (s->n - from < 12)
+    mr_arena *a = arena_on(&u->base, 4096, 65536, 0);
+    size_t from = u->calls; /* after the header */
+    while (u->calls - from < 12)
         assert_non_null(mr_arena_alloc(a, 100));
-    assert_int_equal(s->size[from], 4096); /* exactly, not 4096 + a header */
+    assert_int_equal(req_size(u, from), 4096); /* exactly, not 4096 + a header */
     size_t prev = 0;
-    for (size_t i = from; i < s->n; i++) {
-        size_t sz = s->size[i];
+    for (size_t i = from; i < u->calls; i++) {
+        size_t sz = req_size(u, i);
         if (sz >= ps)
             assert_int_equal(sz % ps, 0);
         else
@@ -1910,49 +1662,44 @@ static void test_block_sizes(void **state)
         assert_true(sz >= prev); /* geometric: never shrinking */
         prev = sz;
     }
-    assert_true(s->size[from + 1] > s->size[from]); /* it grows */
-    assert_int_equal(s->size[s->n - 1], 65536);     /* up to the cap */
+    assert_true(req_size(u, from + 1) > req_size(u, from)); /* it grows */
+    assert_int_equal(req_size(u, u->calls - 1), 65536);     /* up to the cap */
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* an odd block size: every block a whole number of pages, growing to
      * the default cap */
-    a = arena_on(&s->base, 5000, 0, 0);
-    from = s->n;
-    while (s->n - from < 12)
+    a = arena_on(&u->base, 5000, 0, 0);
+    from = u->calls;
+    while (u->calls - from < 12)
         assert_non_null(mr_arena_alloc(a, 4000));
-    assert_int_equal(s->size[from], round_up(5000, ps));
+    assert_int_equal(req_size(u, from), round_up(5000, ps));
     prev = 0;
-    for (size_t i = from; i < s->n; i++) {
-        assert_int_equal(s->size[i] % ps, 0);
-        assert_true(s->size[i] <= 2 * MiB);
-        assert_true(s->size[i] >= prev);
-        prev = s->size[i];
+    for (size_t i = from; i < u->calls; i++) {
+        assert_int_equal(req_size(u, i) % ps, 0);
+        assert_true(req_size(u, i) <= 2 * MiB);
+        assert_true(req_size(u, i) >= prev);
+        prev = req_size(u, i);
     }
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    free(s);
-    mrt_upstream_fini(&u);
 }
 
 static void test_dedicated_block(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    spy *s = spy_new(&u.base);
+    mrt_upstream *u = *state;
+    u->log_requests = true;
     size_t ps = page_size();
-    mr_arena *a = arena_on(&s->base, 4096, 65536, 0);
+    mr_arena *a = arena_on(&u->base, 4096, 65536, 0);
     char *p = mr_arena_alloc(a, 16);
     assert_non_null(p);
     const size_t bigs[] = {100000, 65536 * 3, 3 * MiB};
     for (size_t i = 0; i < ARRAY_LEN(bigs); i++) {
-        size_t req = s->n;
+        size_t req = u->calls;
         char *big = mr_arena_alloc(a, bigs[i]);
         assert_non_null(big);
         memset(big, 1, bigs[i]);
-        assert_int_equal(s->n, req + 1);
-        size_t sz = s->size[req];
+        assert_int_equal(u->calls, req + 1);
+        size_t sz = req_size(u, req);
         assert_true(sz >= bigs[i]);
         assert_true(sz < bigs[i] + 2 * ps); /* not doubled */
         assert_int_equal(sz % ps, 0);
@@ -1976,11 +1723,8 @@ static void test_dedicated_block(void **state)
     q = mr_arena_alloc(a, 16);
     assert_ptr_equal(q, p + 16);
     assert_true(mr_arena_check(a));
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    free(s);
-    mrt_upstream_fini(&u);
 }
 
 /* With the malloc resource as upstream (given, or the default), blocks of
@@ -2173,58 +1917,48 @@ static void sweep_scenario(sweep *w)
     sweep_verify(w);
 }
 
-static void run_sweep(bool all_after)
+/* The fault-sweep scenario (see mrt_fault_sweep): with a single failure
+ * the arena's create and every step are retried once, and must then work. */
+static bool sweep_run(mrt_upstream *u, void *ctx)
 {
-    size_t completed_at = 0;
-    for (size_t nth = 1; nth < 1000; nth++) {
-        mrt_upstream u;
-        mrt_upstream_init(&u);
-        u.fail_at = nth;
-        u.fail_all_after = all_after;
-        mr_arena_options o = {0};
-        o.upstream = &u.base;
-        o.block_size = 4096;
-        o.max_block_size = 32768;
-        mr_arena *a = mr_arena_create(&o);
-        if (a == NULL) {
-            assert_int_equal(errno, ENOMEM);
-            mrt_assert_balanced(&u);
-            if (all_after || (a = mr_arena_create(&o)) == NULL) {
-                assert_true(all_after);
-                mrt_upstream_fini(&u);
-                continue;
-            }
-        }
-        static sweep w;
-        memset(&w, 0, sizeof w);
-        w.a = a;
-        w.u = &u;
-        w.retry = !all_after;
-        sweep_scenario(&w);
-        size_t failures = u.failures;
-        cleanup_n = 0;
-        mr_arena_destroy(a);
-        mrt_assert_balanced(&u);
-        mrt_upstream_fini(&u);
-        if (failures == 0) {
-            completed_at = nth;
-            break;
-        }
+    (void)ctx;
+    bool retry = !u->fail_all_after;
+    mr_arena_options o = {0};
+    o.upstream = &u->base;
+    o.block_size = 4096;
+    o.max_block_size = 32768;
+    errno = 0;
+    mr_arena *a = mr_arena_create(&o);
+    bool create_failed = a == NULL;
+    if (create_failed) {
+        assert_int_equal(errno, ENOMEM);
+        mrt_assert_balanced(u);
+        if (!retry)
+            return true;
+        a = mr_arena_create(&o);
+        assert_non_null(a);
     }
-    assert_true(completed_at > 10); /* the scenario makes many upstream calls */
-    printf("# fault sweep (%s): %zu runs\n", all_after ? "all after N" : "Nth only", completed_at);
+    static sweep w;
+    memset(&w, 0, sizeof w);
+    w.a = a;
+    w.u = u;
+    w.retry = retry;
+    sweep_scenario(&w);
+    cleanup_n = 0;
+    mr_arena_destroy(a);
+    return create_failed || w.failures > 0;
 }
 
 static void test_fault_sweep_nth(void **state)
 {
     (void)state;
-    run_sweep(false);
+    mrt_fault_sweep("arena", sweep_run, NULL, MRT_FAIL_ONCE, 10); /* the scenario makes many upstream calls */
 }
 
 static void test_fault_sweep_all_after(void **state)
 {
     (void)state;
-    run_sweep(true);
+    mrt_fault_sweep("arena", sweep_run, NULL, MRT_FAIL_FROM, 10);
 }
 
 /* ======================================================================
@@ -2233,14 +1967,12 @@ static void test_fault_sweep_all_after(void **state)
 
 static void test_stats(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
     mr_stats st = stats(a);
     assert_int_equal(st.in_use, 0);
     assert_int_equal(st.allocations, 0);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
 
     size_t count = 0, bytes = 0;
     for (size_t i = 1; i <= 300; i++) {
@@ -2252,7 +1984,7 @@ static void test_stats(void **state)
             assert_int_equal(st.allocations, count);
             assert_true(st.in_use >= bytes);
             assert_true(st.in_use <= st.held);
-            assert_agrees(a, &u);
+            assert_agrees(a, u);
         }
     }
     assert_non_null(mr_arena_alloc_aligned(a, 10, 1024));
@@ -2269,23 +2001,50 @@ static void test_stats(void **state)
     size_t use = stats(a).in_use;
     assert_non_null(mr_arena_alloc(a, 100000));
     assert_true(stats(a).in_use >= use + 100000);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     mr_arena_rewind(a, m);
     assert_int_equal(stats(a).in_use, use);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     mr_arena_reset(a);
     st = stats(a);
     assert_int_equal(st.in_use, 0);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     size_t peak = st.peak_held;
     mr_arena_release(a);
     st = stats(a);
     assert_int_equal(st.in_use, 0);
     assert_int_equal(st.peak_held, peak);
-    assert_agrees(a, &u);
+    assert_agrees(a, u);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+}
+
+/* mr_stats.allocations counts every successful allocation, those of the
+ * inline fast path too (a bump within the current block), and a rewind
+ * neither moves it back nor costs an upstream call. */
+static void test_stats_count_inline_path(void **state)
+{
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
+    mr_arena_mark m = mr_arena_save(a);
+    char *first = mr_arena_alloc(a, 24);
+    assert_non_null(first);
+    for (int i = 1; i < 1000; i++) {
+        char *p = mr_arena_alloc(a, 24); /* inline, but for each new block */
+        assert_non_null(p);
+        memset(p, i & 0xff, 24);
+    }
+    mr_stats st = stats(a);
+    assert_int_equal(st.allocations, 1000);
+    assert_true(st.in_use >= 1000 * round_up(24, A));
+    assert_non_null(mr_arena_alloc_aligned(a, 10, 256)); /* out of line */
+    assert_int_equal(stats(a).allocations, 1001);
+    assert_true(mr_arena_check(a));
+    size_t calls = u->calls;
+    mr_arena_rewind(a, m);
+    assert_ptr_equal(mr_arena_alloc(a, 24), first);
+    assert_int_equal(u->calls, calls);
+    assert_int_equal(stats(a).allocations, 1002);
+    mr_arena_destroy(a);
 }
 
 /* ======================================================================
@@ -2294,10 +2053,8 @@ static void test_stats(void **state)
 
 static void test_arena_on_arena(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *outer = arena_on(&u.base, 8192, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *outer = arena_on(&u->base, 8192, 0, 0);
     unsigned char *keep = mr_arena_alloc(outer, 64);
     fill(keep, 64, 13);
     void *outer_next = probe_n(outer, 64);
@@ -2310,12 +2067,12 @@ static void test_arena_on_arena(void **state)
         for (size_t i = 1; i < 200; i++) {
             unsigned char *p = mr_arena_alloc(inner, i);
             assert_non_null(p);
-            assert_true(mrt_upstream_owns(&u, p)); /* inside the outer's blocks */
+            assert_true(mrt_upstream_owns(u, p)); /* inside the outer's blocks */
             memset(p, (int)i, i);
         }
         unsigned char *big = mr_arena_alloc(inner, 50000);
         assert_non_null(big);
-        assert_true(mrt_upstream_owns(&u, big));
+        assert_true(mrt_upstream_owns(u, big));
         assert_int_equal(mr_arena_defer(inner, log_cleanup, (void *)(intptr_t)round), 0);
         assert_true(mr_arena_check(inner));
         assert_true(mr_arena_check(outer));
@@ -2337,7 +2094,7 @@ static void test_arena_on_arena(void **state)
     assert_true(mr_arena_check(outer));
 
     /* the outer's limit stops the inner cleanly */
-    mr_arena *lim = arena_on(&u.base, 4096, 0, 32 * KiB);
+    mr_arena *lim = arena_on(&u->base, 4096, 0, 32 * KiB);
     inner = arena_on(mr_arena_resource(lim), 1024, 4096, 0);
     size_t n = 0;
     while (mr_arena_alloc(inner, 500) != NULL)
@@ -2351,17 +2108,13 @@ static void test_arena_on_arena(void **state)
     mr_arena_destroy(inner);
     mr_arena_destroy(lim);
     mr_arena_destroy(outer);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_resource_view(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_arena *a = arena_on(&u.base, 4096, 0, 0);
-    mr_arena *b = arena_on(&u.base, 4096, 0, 0);
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
+    mr_arena *b = arena_on(&u->base, 4096, 0, 0);
     mr_resource *r = mr_arena_resource(a);
     assert_non_null(r);
     assert_ptr_equal(mr_arena_resource(a), r);
@@ -2369,7 +2122,7 @@ static void test_resource_view(void **state)
     assert_false(mr_is_equal(r, mr_arena_resource(b)));
     assert_false(mr_is_equal(mr_arena_resource(b), r));
     assert_false(mr_is_equal(r, mr_malloc_resource()));
-    assert_false(mr_is_equal(r, &u.base));
+    assert_false(mr_is_equal(r, &u->base));
 
     unsigned char *p = mr_allocate(r, 24, 8);
     assert_non_null(p);
@@ -2377,7 +2130,7 @@ static void test_resource_view(void **state)
     unsigned char *q = mr_allocate(r, 100, 4096);
     assert_non_null(q);
     assert_true(is_aligned(q, 4096));
-    assert_true(mrt_upstream_owns(&u, q));
+    assert_true(mrt_upstream_owns(u, q));
     assert_non_null(mr_allocate(r, 0, 16));
 
     /* deallocating the newest frees it */
@@ -2407,8 +2160,6 @@ static void test_resource_view(void **state)
     assert_int_equal(verify(n2, 64, 15), SIZE_MAX);
     mr_arena_destroy(b);
     mr_arena_destroy(a);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ======================================================================
@@ -2462,16 +2213,14 @@ static void model_disjoint(const model *md)
             assert_true((uintptr_t)sorted[i - 1].p + sorted[i - 1].size <= (uintptr_t)sorted[i].p);
 }
 
-static void stress(uint64_t seed, bool with_buffer, size_t ops)
+static void stress(mrt_upstream *u, uint64_t seed, bool with_buffer, size_t ops)
 {
     uint64_t rng = seed;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
     static model md;
     memset(&md, 0, sizeof md);
     static alignas(max_align_t) unsigned char buf[16384];
     mr_arena_options o = {0};
-    o.upstream = &u.base;
+    o.upstream = &u->base;
     o.block_size = 1024;
     o.max_block_size = 16384;
     if (with_buffer) {
@@ -2561,11 +2310,11 @@ static void stress(uint64_t seed, bool with_buffer, size_t ops)
             if ((r & 7) == 0) {
                 mr_arena_release(a);
                 if (!with_buffer)
-                    assert_int_equal(mrt_upstream_live(&u), 1);
+                    assert_int_equal(mrt_upstream_live(u), 1);
             } else {
-                size_t calls = u.calls;
+                size_t calls = u->calls;
                 mr_arena_reset(a);
-                assert_int_equal(u.calls, calls);
+                assert_int_equal(u->calls, calls);
             }
             md.n = 0;
             md.nmarks = 0;
@@ -2573,7 +2322,7 @@ static void stress(uint64_t seed, bool with_buffer, size_t ops)
             assert_int_equal(stats(a).in_use, 0);
         }
         assert_true(mr_arena_check(a));
-        assert_agrees(a, &u);
+        assert_agrees(a, u);
         if (step % 64 == 0) {
             model_verify(&md);
             model_disjoint(&md);
@@ -2583,64 +2332,64 @@ static void stress(uint64_t seed, bool with_buffer, size_t ops)
     model_disjoint(&md);
     mr_arena_destroy(a);
     model_expect_cleanups(&md, 0);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_stress(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     uint64_t seed = mrt_seed(20240601);
-    stress(seed, false, 20000);
-    stress(seed + 1, true, 20000);
+    stress(u, seed, false, 20000);
+    mrt_upstream_restart(u);
+    stress(u, seed + 1, true, 20000);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_null_opts),
+        mrt_unit_test(test_create_null_opts),
         cmocka_unit_test(test_destroy_null),
-        cmocka_unit_test(test_create_invalid),
-        cmocka_unit_test(test_create_options_valid),
-        cmocka_unit_test(test_alloc_aligned_and_disjoint),
-        cmocka_unit_test(test_alloc_consecutive),
-        cmocka_unit_test(test_size_zero),
-        cmocka_unit_test(test_alloc_aligned_every_alignment),
-        cmocka_unit_test(test_alloc_aligned_invalid),
-        cmocka_unit_test(test_huge_sizes),
-        cmocka_unit_test(test_calloc_zeroes),
-        cmocka_unit_test(test_calloc_overflow),
-        cmocka_unit_test(test_realloc_in_place_newest),
-        cmocka_unit_test(test_realloc_copies),
-        cmocka_unit_test(test_realloc_failure_keeps_p),
-        cmocka_unit_test(test_strdup_strndup),
-        cmocka_unit_test(test_sprintf),
-        cmocka_unit_test(test_sprintf_tail_edge),
+        mrt_unit_test(test_create_invalid),
+        mrt_unit_test(test_create_options_valid),
+        mrt_unit_test(test_alloc_aligned_and_disjoint),
+        mrt_unit_test(test_alloc_consecutive),
+        mrt_unit_test(test_size_zero),
+        mrt_unit_test(test_alloc_aligned_every_alignment),
+        mrt_unit_test(test_alloc_aligned_invalid),
+        mrt_unit_test(test_huge_sizes),
+        mrt_unit_test(test_calloc_zeroes),
+        mrt_unit_test(test_calloc_overflow),
+        mrt_unit_test(test_realloc_in_place_newest),
+        mrt_unit_test(test_realloc_copies),
+        mrt_unit_test(test_realloc_failure_keeps_p),
+        mrt_unit_test(test_strdup_strndup),
+        mrt_unit_test(test_sprintf),
+        mrt_unit_test(test_sprintf_tail_edge),
         cmocka_unit_test(test_sprintf_failure),
-        cmocka_unit_test(test_rewind_same_addresses),
-        cmocka_unit_test(test_rewind_same_addresses_big_blocks),
-        cmocka_unit_test(test_rewind_buffer_then_upstream),
-        cmocka_unit_test(test_nested_marks),
-        cmocka_unit_test(test_cleanups_lifo),
-        cmocka_unit_test(test_cleanups_rewind),
-        cmocka_unit_test(test_cleanups_run_before_free),
-        cmocka_unit_test(test_defer_failure),
-        cmocka_unit_test(test_reset_no_upstream_calls),
-        cmocka_unit_test(test_reset_no_upstream_calls_big_blocks),
-        cmocka_unit_test(test_reset_buffer),
-        cmocka_unit_test(test_release),
-        cmocka_unit_test(test_buffer_null_never_touches_heap),
+        mrt_unit_test(test_rewind_same_addresses),
+        mrt_unit_test(test_rewind_same_addresses_big_blocks),
+        mrt_unit_test(test_rewind_buffer_then_upstream),
+        mrt_unit_test(test_nested_marks),
+        mrt_unit_test(test_cleanups_lifo),
+        mrt_unit_test(test_cleanups_rewind),
+        mrt_unit_test(test_cleanups_run_before_free),
+        mrt_unit_test(test_defer_failure),
+        mrt_unit_test(test_reset_no_upstream_calls),
+        mrt_unit_test(test_reset_no_upstream_calls_big_blocks),
+        mrt_unit_test(test_reset_buffer),
+        mrt_unit_test(test_release),
+        mrt_unit_test(test_buffer_null_never_touches_heap),
         cmocka_unit_test(test_buffer_misaligned),
-        cmocka_unit_test(test_limit),
-        cmocka_unit_test(test_block_sizes),
-        cmocka_unit_test(test_dedicated_block),
+        mrt_unit_test(test_limit),
+        mrt_unit_test(test_block_sizes),
+        mrt_unit_test(test_dedicated_block),
         cmocka_unit_test(test_huge_page_blocks),
         cmocka_unit_test(test_fault_sweep_nth),
         cmocka_unit_test(test_fault_sweep_all_after),
-        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_arena_on_arena),
-        cmocka_unit_test(test_resource_view),
-        cmocka_unit_test(test_stress),
+        mrt_unit_test(test_stats),
+        mrt_unit_test(test_stats_count_inline_path),
+        mrt_unit_test(test_arena_on_arena),
+        mrt_unit_test(test_resource_view),
+        mrt_unit_test(test_stress),
     };
     return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
 }

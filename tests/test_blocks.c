@@ -32,16 +32,6 @@ static void assert_aligned(const void *p, size_t align)
     assert_int_equal((uintptr_t)p & (align - 1), 0);
 }
 
-static void assert_stats_equal(const mr_stats *a, const mr_stats *b)
-{
-    assert_int_equal(a->in_use, b->in_use);
-    assert_int_equal(a->held, b->held);
-    assert_int_equal(a->peak_held, b->peak_held);
-    assert_int_equal(a->allocations, b->allocations);
-    assert_int_equal(a->upstream_allocations, b->upstream_allocations);
-    assert_int_equal(a->upstream_deallocations, b->upstream_deallocations);
-}
-
 static mr_blocks *make_pool(mrt_upstream *u, size_t block_size, size_t max_free)
 {
     mr_blocks_options o = {.block_size = block_size, .max_free = max_free, .upstream = &u->base};
@@ -94,30 +84,14 @@ static void test_page_bad_input(void **state)
     mr_resource *rs[] = {mr_page_resource(), mr_page_resource_huge()};
     for (size_t i = 0; i < 2; i++) {
         mr_resource *r = rs[i];
-        errno = 0;
-        assert_null(mr_allocate(r, SIZE_MAX, 1));
-        assert_int_equal(errno, ENOMEM);
-        errno = 0;
-        assert_null(mr_allocate(r, SIZE_MAX - 4096, 4096));
-        assert_int_equal(errno, ENOMEM);
-        errno = 0;
-        assert_null(mr_allocate(r, (size_t)PTRDIFF_MAX + 1, 1));
-        assert_int_equal(errno, ENOMEM);
-        errno = 0;
-        assert_null(mr_allocate(r, (size_t)PTRDIFF_MAX, 1)); /* fits size_t, not the machine */
-        assert_int_equal(errno, ENOMEM);
-        errno = 0;
-        assert_null(mr_allocate(r, 1, (size_t)1 << 63)); /* size + align overflows */
-        assert_int_equal(errno, ENOMEM);
-        errno = 0;
-        assert_null(mr_allocate(r, 1, (size_t)1 << 62)); /* fits, but no such address space */
-        assert_int_equal(errno, ENOMEM);
-        errno = 0;
-        assert_null(mr_allocate(r, 1, 0));
-        assert_int_equal(errno, EINVAL);
-        errno = 0;
-        assert_null(mr_allocate(r, 1, 48));
-        assert_int_equal(errno, EINVAL);
+        mrt_assert_fails(mr_allocate(r, SIZE_MAX, 1), ENOMEM);
+        mrt_assert_fails(mr_allocate(r, SIZE_MAX - 4096, 4096), ENOMEM);
+        mrt_assert_fails(mr_allocate(r, (size_t)PTRDIFF_MAX + 1, 1), ENOMEM);
+        mrt_assert_fails(mr_allocate(r, (size_t)PTRDIFF_MAX, 1), ENOMEM); /* fits size_t, not the machine */
+        mrt_assert_fails(mr_allocate(r, 1, (size_t)1 << 63), ENOMEM); /* size + align overflows */
+        mrt_assert_fails(mr_allocate(r, 1, (size_t)1 << 62), ENOMEM); /* fits, but no such address space */
+        mrt_assert_fails(mr_allocate(r, 1, 0), EINVAL);
+        mrt_assert_fails(mr_allocate(r, 1, 48), EINVAL);
     }
     assert_true(mr_is_equal(mr_page_resource(), mr_page_resource_huge()));
     assert_false(mr_is_equal(mr_page_resource(), mr_malloc_resource()));
@@ -220,14 +194,12 @@ static void test_blocks_defaults(void **state)
 
 static void test_blocks_aligned_to_size(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     const size_t sizes[] = {64, 4 * KiB, 64 * KiB, MiB, 2 * MiB, 4 * MiB};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         size_t bs = sizes[i];
         for (int src = 0; src < 2; src++) {
-            mrt_upstream u;
-            mrt_upstream_init(&u);
-            mr_blocks_options o = {.block_size = bs, .upstream = src ? &u.base : NULL};
+            mr_blocks_options o = {.block_size = bs, .upstream = src ? &u->base : NULL};
             mr_blocks *b = mr_blocks_create(&o);
             assert_non_null(b);
             unsigned char *blk[6];
@@ -250,33 +222,30 @@ static void test_blocks_aligned_to_size(void **state)
             }
             assert_true(mr_blocks_check(b));
             mr_blocks_destroy(b);
-            mrt_assert_balanced(&u);
-            mrt_upstream_fini(&u);
+            mrt_upstream_restart(u);
         }
     }
 }
 
 static void test_blocks_reuse_without_upstream(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_blocks *b = make_pool(&u, 4 * KiB, MR_BLOCKS_UNLIMITED);
-    size_t header_calls = u.calls;
+    mrt_upstream *u = *state;
+    mr_blocks *b = make_pool(u, 4 * KiB, MR_BLOCKS_UNLIMITED);
+    size_t header_calls = u->calls;
     void *blk[16];
     for (int k = 0; k < 16; k++)
         blk[k] = mr_blocks_get(b);
-    assert_int_equal(u.calls, header_calls + 16);
+    assert_int_equal(u->calls, header_calls + 16);
     for (int round = 0; round < 100; round++) {
         for (int k = 0; k < 16; k++)
             mr_blocks_put(b, blk[k]);
         for (int k = 0; k < 16; k++) {
             blk[k] = mr_blocks_get(b);
-            assert_true(mrt_upstream_owns(&u, blk[k]));
+            assert_true(mrt_upstream_owns(u, blk[k]));
         }
     }
-    assert_int_equal(u.calls, header_calls + 16); /* no upstream traffic in 100 rounds */
-    assert_int_equal(u.deallocations, 0);
+    assert_int_equal(u->calls, header_calls + 16); /* no upstream traffic in 100 rounds */
+    assert_int_equal(u->deallocations, 0);
     mr_stats st;
     mr_blocks_stats(b, &st);
     assert_int_equal(st.upstream_allocations, 16);
@@ -291,29 +260,25 @@ static void test_blocks_reuse_without_upstream(void **state)
     assert_int_equal(st.peak_held, 16 * 4 * KiB);
     assert_true(mr_blocks_check(b));
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_blocks_max_free(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     const size_t bs = 4 * KiB;
     /* max_free of 3.5 blocks keeps 3 */
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_blocks *b = make_pool(&u, bs, 3 * bs + bs / 2);
+    mr_blocks *b = make_pool(u, bs, 3 * bs + bs / 2);
     void *blk[10];
     for (int k = 0; k < 10; k++)
         blk[k] = mr_blocks_get(b);
-    size_t deallocs = u.deallocations;
+    size_t deallocs = u->deallocations;
     for (int k = 0; k < 10; k++) {
         mr_blocks_put(b, blk[k]);
         mr_stats st;
         mr_blocks_stats(b, &st);
         assert_true(st.held - st.in_use <= 3 * bs);
     }
-    assert_int_equal(u.deallocations - deallocs, 7); /* the excess went back at once */
+    assert_int_equal(u->deallocations - deallocs, 7); /* the excess went back at once */
     mr_stats st;
     mr_blocks_stats(b, &st);
     assert_int_equal(st.held, 3 * bs);
@@ -321,34 +286,30 @@ static void test_blocks_max_free(void **state)
     assert_int_equal(st.upstream_deallocations, 7);
     assert_true(mr_blocks_check(b));
     /* the three cached ones are reused first */
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     for (int k = 0; k < 3; k++)
         blk[k] = mr_blocks_get(b);
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     blk[3] = mr_blocks_get(b);
-    assert_int_equal(u.calls, calls + 1);
+    assert_int_equal(u->calls, calls + 1);
     for (int k = 0; k < 4; k++)
         mr_blocks_put(b, blk[k]);
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mrt_upstream_restart(u);
 
     /* max_free below one block: nothing is cached */
-    mrt_upstream_init(&u);
-    b = make_pool(&u, bs, 1);
+    b = make_pool(u, bs, 1);
     void *p = mr_blocks_get(b);
-    size_t live = mrt_upstream_live(&u);
+    size_t live = mrt_upstream_live(u);
     mr_blocks_put(b, p);
-    assert_int_equal(mrt_upstream_live(&u), live - 1);
+    assert_int_equal(mrt_upstream_live(u), live - 1);
     mr_blocks_stats(b, &st);
     assert_int_equal(st.held, 0);
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mrt_upstream_restart(u);
 
     /* max_free 0 means the default: 32 MiB */
-    mrt_upstream_init(&u);
-    b = make_pool(&u, bs, 0);
+    b = make_pool(u, bs, 0);
     enum { N = 100 };
     void *many[N];
     for (int k = 0; k < N; k++)
@@ -358,25 +319,21 @@ static void test_blocks_max_free(void **state)
     mr_blocks_stats(b, &st);
     assert_int_equal(st.held, N * bs);
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_blocks_trim(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     const size_t bs = 8 * KiB;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_blocks *b = make_pool(&u, bs, MR_BLOCKS_UNLIMITED);
+    mr_blocks *b = make_pool(u, bs, MR_BLOCKS_UNLIMITED);
     void *blk[8];
     for (int k = 0; k < 8; k++)
         blk[k] = mr_blocks_get(b);
     for (int k = 0; k < 6; k++)
         mr_blocks_put(b, blk[k]);
-    size_t live = mrt_upstream_live(&u);
+    size_t live = mrt_upstream_live(u);
     assert_int_equal(mr_blocks_trim(b), 6 * bs);
-    assert_int_equal(mrt_upstream_live(&u), live - 6);
+    assert_int_equal(mrt_upstream_live(u), live - 6);
     assert_int_equal(mr_blocks_trim(b), 0);
     mr_stats st;
     mr_blocks_stats(b, &st);
@@ -385,25 +342,22 @@ static void test_blocks_trim(void **state)
     assert_int_equal(st.peak_held, 8 * bs);
     assert_true(mr_blocks_check(b));
     /* after a trim, a get goes upstream again */
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     void *p = mr_blocks_get(b);
-    assert_int_equal(u.calls, calls + 1);
+    assert_int_equal(u->calls, calls + 1);
     mr_blocks_put(b, p);
     mr_blocks_put(b, blk[6]);
     mr_blocks_put(b, blk[7]);
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mrt_assert_balanced(u);
     assert_int_equal(mr_blocks_trim(NULL), 0);
 }
 
 static void test_blocks_resource(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     const size_t bs = 4 * KiB;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_blocks *b = make_pool(&u, bs, MR_BLOCKS_UNLIMITED);
+    mr_blocks *b = make_pool(u, bs, MR_BLOCKS_UNLIMITED);
     mr_resource *r = mr_blocks_resource(b);
     assert_non_null(r);
     assert_ptr_equal(r, mr_blocks_resource(b));
@@ -418,7 +372,7 @@ static void test_blocks_resource(void **state)
     assert_aligned(s0, bs);
     assert_aligned(s1, bs);
     assert_aligned(s2, bs);
-    size_t live_blocks = mrt_upstream_live(&u);
+    size_t live_blocks = mrt_upstream_live(u);
 
     /* larger size or alignment: passed through, exactly as asked */
     void *l1 = mr_allocate(r, bs + 1, 8);
@@ -426,7 +380,7 @@ static void test_blocks_resource(void **state)
     assert_non_null(l1);
     assert_non_null(l2);
     assert_aligned(l2, 2 * bs);
-    assert_int_equal(mrt_upstream_live(&u), live_blocks + 2);
+    assert_int_equal(mrt_upstream_live(u), live_blocks + 2);
     mr_stats st;
     mr_blocks_stats(b, &st);
     assert_int_equal(st.in_use, 3 * bs + (bs + 1) + 10);
@@ -435,17 +389,11 @@ static void test_blocks_resource(void **state)
     assert_int_equal(st.upstream_allocations, 5);
 
     /* impossible sizes fail before reaching the upstream */
-    size_t calls = u.calls;
-    errno = 0;
-    assert_null(mr_allocate(r, SIZE_MAX, 1));
-    assert_int_equal(errno, ENOMEM);
-    errno = 0;
-    assert_null(mr_allocate(r, (size_t)PTRDIFF_MAX + 1, 1));
-    assert_int_equal(errno, ENOMEM);
-    assert_int_equal(u.calls, calls);
-    errno = 0;
-    assert_null(mr_allocate(r, 1, 0));
-    assert_int_equal(errno, EINVAL);
+    size_t calls = u->calls;
+    mrt_assert_fails(mr_allocate(r, SIZE_MAX, 1), ENOMEM);
+    mrt_assert_fails(mr_allocate(r, (size_t)PTRDIFF_MAX + 1, 1), ENOMEM);
+    assert_int_equal(u->calls, calls);
+    mrt_assert_fails(mr_allocate(r, 1, 0), EINVAL);
 
     mr_deallocate(r, l1, bs + 1, 8);
     mr_deallocate(r, l2, 10, 2 * bs);
@@ -455,23 +403,21 @@ static void test_blocks_resource(void **state)
     mr_blocks_stats(b, &st);
     assert_int_equal(st.in_use, 0);
     assert_int_equal(st.held, 3 * bs); /* the blocks are cached, the large ones are gone */
-    assert_int_equal(mrt_upstream_live(&u), live_blocks);
+    assert_int_equal(mrt_upstream_live(u), live_blocks);
     /* and reused by the next small requests */
-    calls = u.calls;
+    calls = u->calls;
     void *again = mr_allocate(r, 64, 8);
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     mr_deallocate(r, again, 64, 8);
 
     /* equality: identity only */
-    mr_blocks *other = make_pool(&u, bs, 0);
+    mr_blocks *other = make_pool(u, bs, 0);
     assert_true(mr_is_equal(r, r));
     assert_false(mr_is_equal(r, mr_blocks_resource(other)));
     assert_false(mr_is_equal(r, mr_blocks_resource(mr_blocks_shared())));
     mr_blocks_destroy(other);
     assert_true(mr_blocks_check(b));
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* A workload for an arena: many small objects and a few medium ones. */
@@ -489,11 +435,9 @@ static void arena_work(mr_arena *a, unsigned seed)
 
 static void test_blocks_arenas_share_blocks(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     const size_t bs = 64 * KiB;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_blocks *b = make_pool(&u, bs, MR_BLOCKS_UNLIMITED);
+    mr_blocks *b = make_pool(u, bs, MR_BLOCKS_UNLIMITED);
     /* arena blocks of exactly one pool block: every upstream request fits */
     mr_arena_options ao = {.upstream = mr_blocks_resource(b), .block_size = bs, .max_block_size = bs};
 
@@ -504,7 +448,7 @@ static void test_blocks_arenas_share_blocks(void **state)
     mr_stats st;
     mr_blocks_stats(b, &st);
     assert_int_equal(st.in_use, 0);
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     size_t cached = st.held;
     assert_true(cached > bs);
 
@@ -512,7 +456,7 @@ static void test_blocks_arenas_share_blocks(void **state)
     mr_arena *a2 = mr_arena_create(&ao);
     assert_non_null(a2);
     arena_work(a2, 2);
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     /* both alive at once: a third needs new blocks only beyond the cache */
     mr_arena_reset(a2);
     mr_arena *a3 = mr_arena_create(&ao);
@@ -540,15 +484,14 @@ static void test_blocks_arenas_share_blocks(void **state)
     assert_int_equal(st.held % bs, 0); /* no passed-through bytes left */
     assert_true(mr_blocks_check(b));
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
-/* The fault sweep: fail the Nth upstream request, N = 1, 2, ... until the
- * scenario runs clean.  Every failed call must say ENOMEM, leave the stats
- * exactly as they were and the pool checkable; at the end nothing leaks. */
-static bool sweep_scenario(mrt_upstream *u)
+/* The fault-sweep scenario (see mrt_fault_sweep): every failed call must
+ * say ENOMEM and leave the stats exactly as they were and the pool
+ * checkable. */
+static bool sweep_run(mrt_upstream *u, void *ctx)
 {
+    (void)ctx;
     bool hit = false;
     const size_t bs = 4 * KiB;
     mr_blocks_options o = {.block_size = bs, .max_free = 4 * bs, .upstream = &u->base};
@@ -571,7 +514,7 @@ static bool sweep_scenario(mrt_upstream *u)
                 hit = true;
                 assert_int_equal(errno, ENOMEM);
                 mr_blocks_stats(b, &after);
-                assert_stats_equal(&before, &after);
+                mrt_assert_stats_equal(&before, &after);
                 assert_true(mr_blocks_check(b));
             }
         }
@@ -583,7 +526,7 @@ static bool sweep_scenario(mrt_upstream *u)
                 hit = true;
                 assert_int_equal(errno, ENOMEM);
                 mr_blocks_stats(b, &after);
-                assert_stats_equal(&before, &after);
+                mrt_assert_stats_equal(&before, &after);
             }
         }
         for (int k = 0; k < 12; k += 2) {
@@ -613,60 +556,53 @@ static bool sweep_scenario(mrt_upstream *u)
 static void test_blocks_fault_sweep(void **state)
 {
     (void)state;
-    size_t n;
-    for (int mode = 0; mode < 2; mode++) {
-        for (n = 1;; n++) {
-            mrt_upstream u;
-            mrt_upstream_init(&u);
-            u.fail_at = n;
-            u.fail_all_after = mode == 1;
-            bool hit = sweep_scenario(&u);
-            mrt_assert_balanced(&u);
-            bool failed = u.failures != 0;
-            mrt_upstream_fini(&u);
-            if (!failed) {
-                assert_false(hit);
-                break;
-            }
-            assert_true(n < 1000);
-        }
-        printf("# fault sweep (%s): %zu upstream requests, each failed once\n",
-               mode ? "fail all after N" : "fail the Nth", n - 1);
-        assert_true(n > 10);
-    }
+    mrt_fault_sweep("blocks", sweep_run, NULL, MRT_FAIL_ONCE, 10);
+    mrt_fault_sweep("blocks", sweep_run, NULL, MRT_FAIL_FROM, 10);
 }
 
 static void test_blocks_bad_input(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     const size_t bad_sizes[] = {3, 100, 4097, 32, 1, (size_t)1 << 63, SIZE_MAX};
     for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
         mr_blocks_options o = {.block_size = bad_sizes[i]};
-        errno = 0;
-        assert_null(mr_blocks_create(&o));
-        assert_int_equal(errno, EINVAL);
+        mrt_assert_fails(mr_blocks_create(&o), EINVAL);
     }
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_blocks_options o = {.huge_pages = true, .upstream = &u.base};
-    errno = 0;
-    assert_null(mr_blocks_create(&o));
-    assert_int_equal(errno, EINVAL);
-    assert_int_equal(u.calls, 0);
+    /* huge_pages is one of three values (memres/pages.h) */
+    mr_blocks_options o = {.huge_pages = (mr_huge_pages)3, .upstream = &u->base};
+    mrt_assert_fails(mr_blocks_create(&o), EINVAL);
+    assert_int_equal(u->calls, 0);
+    /* ON with an upstream of the user's: blocks of 2 MiB or more bypass it,
+     * smaller ones (and the pool's header) come from it */
+    o = (mr_blocks_options){.block_size = 4096, .huge_pages = MR_HUGE_PAGES_ON, .upstream = &u->base};
+    mr_blocks *hb = mr_blocks_create(&o);
+    assert_non_null(hb);
+    void *blk = mr_blocks_get(hb);
+    assert_non_null(blk);
+    assert_true(mrt_upstream_owns(u, blk));
+    mr_blocks_put(hb, blk);
+    mr_blocks_destroy(hb);
+    o = (mr_blocks_options){.block_size = 2 * MiB, .huge_pages = MR_HUGE_PAGES_ON, .upstream = &u->base};
+    hb = mr_blocks_create(&o);
+    assert_non_null(hb);
+    size_t calls = u->calls;
+    blk = mr_blocks_get(hb);
+    assert_non_null(blk);
+    assert_int_equal(u->calls, calls);
+    assert_false(mrt_upstream_owns(u, blk));
+    mr_blocks_put(hb, blk);
+    mr_blocks_destroy(hb);
+    assert_int_equal(mrt_upstream_live(u), 0);
     /* an upstream that refuses everything: create fails cleanly */
     o = (mr_blocks_options){.upstream = mr_null_resource()};
-    errno = 0;
-    assert_null(mr_blocks_create(&o));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_blocks_create(&o), ENOMEM);
     /* a pool whose upstream fails later: get fails, nothing changes */
-    u.fail_at = 2;
-    u.fail_all_after = true;
-    o = (mr_blocks_options){.block_size = 4096, .upstream = &u.base};
+    u->fail_at = u->calls + 2; /* the header is the next call; the first block fails */
+    u->fail_all_after = true;
+    o = (mr_blocks_options){.block_size = 4096, .upstream = &u->base};
     mr_blocks *b = mr_blocks_create(&o);
     assert_non_null(b);
-    errno = 0;
-    assert_null(mr_blocks_get(b));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_blocks_get(b), ENOMEM);
     mr_stats st;
     mr_blocks_stats(b, &st);
     assert_int_equal(st.held, 0);
@@ -675,8 +611,7 @@ static void test_blocks_bad_input(void **state)
     mr_blocks_put(b, NULL); /* no-op */
     assert_true(mr_blocks_check(b));
     mr_blocks_destroy(b);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mrt_assert_balanced(u);
     mr_blocks_destroy(NULL);
     assert_int_equal(mr_blocks_trim(NULL), 0);
     assert_false(mr_blocks_check(NULL));
@@ -688,9 +623,7 @@ static void test_blocks_bad_input(void **state)
     o = (mr_blocks_options){.block_size = (size_t)1 << 62};
     b = mr_blocks_create(&o);
     assert_non_null(b);
-    errno = 0;
-    assert_null(mr_blocks_get(b)); /* 4 EiB aligned to 4 EiB: the OS says no */
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_blocks_get(b), ENOMEM); /* 4 EiB aligned to 4 EiB: the OS says no */
     assert_true(mr_blocks_check(b));
     mr_blocks_destroy(b);
 }
@@ -802,14 +735,14 @@ int main(void)
         cmocka_unit_test(test_page_bad_input),
         cmocka_unit_test(test_page_huge),
         cmocka_unit_test(test_blocks_defaults),
-        cmocka_unit_test(test_blocks_aligned_to_size),
-        cmocka_unit_test(test_blocks_reuse_without_upstream),
-        cmocka_unit_test(test_blocks_max_free),
-        cmocka_unit_test(test_blocks_trim),
-        cmocka_unit_test(test_blocks_resource),
-        cmocka_unit_test(test_blocks_arenas_share_blocks),
+        mrt_unit_test(test_blocks_aligned_to_size),
+        mrt_unit_test(test_blocks_reuse_without_upstream),
+        mrt_unit_test(test_blocks_max_free),
+        mrt_unit_test(test_blocks_trim),
+        mrt_unit_test(test_blocks_resource),
+        mrt_unit_test(test_blocks_arenas_share_blocks),
         cmocka_unit_test(test_blocks_fault_sweep),
-        cmocka_unit_test(test_blocks_bad_input),
+        mrt_unit_test(test_blocks_bad_input),
         cmocka_unit_test(test_blocks_huge_pages),
         cmocka_unit_test(test_shared_single_thread),
     };

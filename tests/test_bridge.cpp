@@ -7,12 +7,9 @@
  * checking mrt_upstream (C) or a counting std::pmr resource, so every test
  * also proves that nothing leaked and that sizes and alignments match.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <list>
 #include <map>
@@ -24,9 +21,7 @@
 #include "memres/memres.hpp"
 
 extern "C" {
-#include <cmocka.h>
-
-#include "support.h"
+#include "support.h" /* and cmocka.h */
 }
 
 namespace {
@@ -71,11 +66,9 @@ bool aligned(const void *p, std::size_t a) { return (reinterpret_cast<std::uintp
 
 void test_list_over_arena(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     {
-        memres::arena a{&u.base};
+        memres::arena a{&u->base};
         std::size_t first_round_allocations = 0;
         for (int round = 0; round < 4; round++) {
             {
@@ -86,29 +79,25 @@ void test_list_over_arena(void **state)
                 for (int v : l)
                     sum += v;
                 assert_int_equal(sum, 20000LL * 19999 / 2);
-                assert_true(mrt_upstream_owns(&u, &l.front()));
-                assert_true(mrt_upstream_owns(&u, &l.back()));
+                assert_true(mrt_upstream_owns(u, &l.front()));
+                assert_true(mrt_upstream_owns(u, &l.back()));
             }
             assert_true(a.stats().allocations >= 20000);
             assert_true(mr_arena_check(a.get()));
             if (round == 0)
-                first_round_allocations = u.allocations;
+                first_round_allocations = u->allocations;
             else
-                assert_int_equal(u.allocations, first_round_allocations); /* reset reuses: no upstream */
+                assert_int_equal(u->allocations, first_round_allocations); /* reset reuses: no upstream */
             a.reset();
         }
     }
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 void test_nested_containers_over_arena(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     {
-        memres::arena a{&u.base};
+        memres::arena a{&u->base};
         std::pmr::vector<std::pmr::string> v{a.pmr()};
         std::pmr::map<int, std::pmr::string> m{a.pmr()};
         for (int i = 0; i < 500; i++) {
@@ -119,16 +108,14 @@ void test_nested_containers_over_arena(void **state)
         /* uses-allocator construction: the inner strings live in the arena too */
         assert_true(v[7].get_allocator().resource() == a.pmr());
         assert_true(m.at(9).get_allocator().resource() == a.pmr());
-        assert_true(mrt_upstream_owns(&u, v[123].data()));
-        assert_true(mrt_upstream_owns(&u, m.at(456).data()));
+        assert_true(mrt_upstream_owns(u, v[123].data()));
+        assert_true(mrt_upstream_owns(u, m.at(456).data()));
         assert_true(v[499] == m.at(499));
         /* over-aligned requests through the adaptor */
         void *p = a.pmr()->allocate(100, 4096);
         assert_true(aligned(p, 4096));
         a.pmr()->deallocate(p, 100, 4096);
     }
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 void test_arena_pmr_frees_newest(void **state)
@@ -177,21 +164,18 @@ void test_containers_over_malloc_resource(void **state)
 
 void test_adaptor_forwards_size_and_alignment(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     {
-        memres::resource_adaptor r{&u.base};
+        memres::resource_adaptor r{&u->base};
         std::pmr::vector<long> v{&r};
         for (long i = 0; i < 10000; i++)
             v.push_back(i); /* grows: allocate new, deallocate old, each with its size */
-        assert_true(u.allocations > 5);
+        assert_true(u->allocations > 5);
         void *p = r.allocate(256, 512);
         assert_true(aligned(p, 512));
         r.deallocate(p, 256, 512);
     }
-    mrt_assert_balanced(&u); /* bad_deallocations == 0: sizes and alignments matched */
-    mrt_upstream_fini(&u);
+    mrt_assert_balanced(u); /* bad_deallocations == 0: sizes and alignments matched */
 }
 
 /* ---- exhaustion becomes std::bad_alloc ---- */
@@ -262,7 +246,7 @@ void test_exhaustion_throws(void **state)
 
 void test_owner_create_errors(void **state)
 {
-    (void)state;
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     /* a buffer too small for the arena's header: EINVAL -> invalid_argument */
     alignas(16) unsigned char tiny[16];
     bool threw = false;
@@ -274,19 +258,15 @@ void test_owner_create_errors(void **state)
     assert_true(threw);
 
     /* the upstream fails the header: bad_alloc, nothing leaked */
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    u.fail_at = 1;
-    u.fail_all_after = true;
+    u->fail_at = 1;
+    u->fail_all_after = true;
     threw = false;
     try {
-        memres::arena a{&u.base};
+        memres::arena a{&u->base};
     } catch (const std::bad_alloc &) {
         threw = true;
     }
     assert_true(threw);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ---- std::pmr resources as memres upstreams ---- */
@@ -418,11 +398,9 @@ struct tracked {
 
 void test_arena_owner(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     {
-        memres::arena a{&u.base};
+        memres::arena a{&u->base};
         memres::arena::mark m = a.save();
         void *p = a.alloc(100);
         a.rewind(m);
@@ -448,17 +426,13 @@ void test_arena_owner(void **state)
         assert_true(a.get() != nullptr);
     }
     assert_int_equal(g_destroyed, 11105); /* destroy runs the last one */
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 void test_arena_allocator(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     {
-        memres::arena a{&u.base}, b{&u.base};
+        memres::arena a{&u->base}, b{&u->base};
         memres::arena_allocator<int> ai{a};
         memres::arena_allocator<double> ad{ai}; /* rebinding copy */
         assert_true(ai == ad);
@@ -471,8 +445,8 @@ void test_arena_allocator(void **state)
         }
         assert_int_equal(l.back(), 4999);
         assert_true(v[4000] == 2000.0);
-        assert_true(mrt_upstream_owns(&u, &l.front()));
-        assert_true(mrt_upstream_owns(&u, v.data()));
+        assert_true(mrt_upstream_owns(u, &l.front()));
+        assert_true(mrt_upstream_owns(u, v.data()));
         bool threw = false;
         try {
             (void)ad.allocate(SIZE_MAX / 4);
@@ -481,21 +455,16 @@ void test_arena_allocator(void **state)
         }
         assert_true(threw);
     }
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
-/* ---- objpool and pools owners, when those layers are built ---- */
+/* ---- objpool and pools owners ---- */
 
-#if defined(MEMRES_HPP_HAS_OBJPOOL)
 void test_objpool_owner(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     {
         mr_objpool_options o{};
-        o.upstream = &u.base;
+        o.upstream = &u->base;
         memres::objpool p{40, 8, &o};
         std::vector<void *> objs;
         for (int i = 0; i < 3000; i++) {
@@ -506,16 +475,14 @@ void test_objpool_owner(void **state)
         for (void *q : objs)
             p.free(q);
         assert_int_equal(p.stats().in_use, 0);
-        std::size_t ups = u.allocations;
+        std::size_t ups = u->allocations;
         for (int i = 0; i < 3000; i++)
             (void)p.alloc();
-        assert_int_equal(u.allocations, ups); /* freed objects are reused */
+        assert_int_equal(u->allocations, ups); /* freed objects are reused */
         p.reset();
         p.release();
         assert_non_null(p.get());
     }
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 
     bool threw = false;
     try {
@@ -525,23 +492,19 @@ void test_objpool_owner(void **state)
     }
     assert_true(threw);
 }
-#endif
 
-#if defined(MEMRES_HPP_HAS_POOLS)
 void test_pools_owner(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
     {
         mr_pools_options o{};
-        o.upstream = &u.base;
+        o.upstream = &u->base;
         memres::pools p{o};
         {
             std::pmr::vector<std::pmr::string> v{p.pmr()};
             for (int i = 0; i < 2000; i++)
                 v.emplace_back(static_cast<std::size_t>(20 + i % 500), 'x');
-            assert_true(mrt_upstream_owns(&u, v[1999].data()));
+            assert_true(mrt_upstream_owns(u, v[1999].data()));
         }
         void *q = p.alloc(100);
         p.free(q, 100);
@@ -557,8 +520,6 @@ void test_pools_owner(void **state)
         p.reset();
         p.release();
     }
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 
     /* thread_safe is not implemented yet: create fails with EINVAL, which the
      * owner turns into std::invalid_argument (any other exception fails) */
@@ -570,31 +531,26 @@ void test_pools_owner(void **state)
     } catch (const std::invalid_argument &) {
     }
 }
-#endif
 
 } // namespace
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_list_over_arena),
-        cmocka_unit_test(test_nested_containers_over_arena),
+        mrt_unit_test(test_list_over_arena),
+        mrt_unit_test(test_nested_containers_over_arena),
         cmocka_unit_test(test_arena_pmr_frees_newest),
         cmocka_unit_test(test_containers_over_malloc_resource),
-        cmocka_unit_test(test_adaptor_forwards_size_and_alignment),
+        mrt_unit_test(test_adaptor_forwards_size_and_alignment),
         cmocka_unit_test(test_exhaustion_throws),
-        cmocka_unit_test(test_owner_create_errors),
+        mrt_unit_test(test_owner_create_errors),
         cmocka_unit_test(test_pmr_new_delete_as_upstream),
         cmocka_unit_test(test_pmr_monotonic_as_upstream),
         cmocka_unit_test(test_is_equal),
-        cmocka_unit_test(test_arena_owner),
-        cmocka_unit_test(test_arena_allocator),
-#if defined(MEMRES_HPP_HAS_OBJPOOL)
-        cmocka_unit_test(test_objpool_owner),
-#endif
-#if defined(MEMRES_HPP_HAS_POOLS)
-        cmocka_unit_test(test_pools_owner),
-#endif
+        mrt_unit_test(test_arena_owner),
+        mrt_unit_test(test_arena_allocator),
+        mrt_unit_test(test_objpool_owner),
+        mrt_unit_test(test_pools_owner),
     };
     return cmocka_run_group_tests_name("bridge", tests, nullptr, nullptr);
 }

@@ -39,13 +39,10 @@ static mr_stats stats_of(const mr_objpool *p)
 }
 
 /* The pool is the only user of u: its stats must agree with u's counts. */
-#define assert_stats_match(p, u)                                          \
-    do {                                                                  \
-        mr_stats s_ = stats_of(p);                                        \
-        assert_int_equal(s_.held, (u)->bytes);                            \
-        assert_int_equal(s_.peak_held, (u)->peak_bytes);                  \
-        assert_int_equal(s_.upstream_allocations, (u)->allocations);      \
-        assert_int_equal(s_.upstream_deallocations, (u)->deallocations);  \
+#define assert_stats_match(p, u)          \
+    do {                                  \
+        mr_stats s_ = stats_of(p);        \
+        mrt_assert_stats_agree(&s_, (u)); \
     } while (0)
 
 /* Same state before (a) and after (b) a failed call.  Only the history
@@ -77,25 +74,17 @@ static size_t count_upstream_blocks(const mrt_upstream *u, size_t size, size_t a
 
 static void test_bad_alignment(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     const size_t bad[] = {0, 3, 5, 6, 12, 24, 100, 4095, 4097, SIZE_MAX, SIZE_MAX / 2};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        errno = 0;
-        assert_null(mk(&u, 16, bad[i], 0));
-        assert_int_equal(errno, EINVAL);
+        mrt_assert_fails(mk(u, 16, bad[i], 0), EINVAL);
     }
-    assert_int_equal(u.calls, 0);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    assert_int_equal(u->calls, 0);
 }
 
 static void test_bad_size(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     struct {
         size_t size, align, per_block;
     } bad[] = {
@@ -115,49 +104,38 @@ static void test_bad_size(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         errno = 0;
-        mr_objpool *p = mk(&u, bad[i].size, bad[i].align, bad[i].per_block);
+        mr_objpool *p = mk(u, bad[i].size, bad[i].align, bad[i].per_block);
         if (p != NULL)
             fprintf(stderr, "case %zu accepted\n", i);
         assert_null(p);
         assert_int_equal(errno, EINVAL);
     }
-    assert_int_equal(u.calls, 0);
+    assert_int_equal(u->calls, 0);
 
     /* A block that fits in size_t but that no upstream gives: create
      * succeeds (no block yet); the allocation fails cleanly. */
-    u.limit = (size_t)1 << 30;
-    mr_objpool *p = mk(&u, (size_t)1 << 20, 8, (size_t)1 << 42);
+    u->limit = (size_t)1 << 30;
+    mr_objpool *p = mk(u, (size_t)1 << 20, 8, (size_t)1 << 42);
     assert_non_null(p);
     mr_stats before = stats_of(p);
-    errno = 0;
-    assert_null(mr_objpool_alloc(p));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_objpool_alloc(p), ENOMEM);
     mr_stats after = stats_of(p);
     assert_same_state(before, after);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_create_upstream_fails(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    u.fail_at = 1;
-    errno = 0;
-    assert_null(mk(&u, 40, 8, 0));
-    assert_int_equal(errno, ENOMEM);
-    assert_int_equal(u.calls, 1);
-    mrt_assert_balanced(&u);
+    mrt_upstream *u = *state;
+    u->fail_at = 1;
+    mrt_assert_fails(mk(u, 40, 8, 0), ENOMEM);
+    assert_int_equal(u->calls, 1);
+    mrt_assert_balanced(u);
 
     mr_objpool_options o = {mr_null_resource(), 0};
-    errno = 0;
-    assert_null(mr_objpool_create(40, 8, &o));
-    assert_int_equal(errno, ENOMEM);
-    mrt_upstream_fini(&u);
+    mrt_assert_fails(mr_objpool_create(40, 8, &o), ENOMEM);
 }
 
 static void test_destroy_null(void **state)
@@ -170,7 +148,7 @@ static void test_destroy_null(void **state)
 
 static void test_object_size_rounding(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     struct {
         size_t size, align, expect;
     } t[] = {
@@ -178,10 +156,8 @@ static void test_object_size_rounding(void **state)
         {40, 8, 40},   {56, 8, 56},     {24, 16, 32},    {100, 64, 128}, {1, 4096, 4096},
         {4096, 4096, 4096}, {4097, 4096, 8192}, {72, 1, 72}, {65, 32, 96},
     };
-    mrt_upstream u;
-    mrt_upstream_init(&u);
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        mr_objpool *p = mk(&u, t[i].size, t[i].align, 5);
+        mr_objpool *p = mk(u, t[i].size, t[i].align, 5);
         assert_non_null(p);
         assert_int_equal(mr_objpool_object_size(p), t[i].expect);
         void *o = mr_objpool_alloc(p);
@@ -190,57 +166,50 @@ static void test_object_size_rounding(void **state)
         assert_int_equal(stats_of(p).in_use, t[i].expect);
         /* the block is exactly per_block rounded objects */
         size_t a = t[i].align < sizeof(void *) ? sizeof(void *) : t[i].align;
-        assert_int_equal(count_upstream_blocks(&u, 5 * t[i].expect, a), 1);
+        assert_int_equal(count_upstream_blocks(u, 5 * t[i].expect, a), 1);
         mr_objpool_destroy(p);
-        mrt_assert_balanced(&u);
+        mrt_assert_balanced(u);
     }
-    mrt_upstream_fini(&u);
 }
 
 static void test_defaults(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_resource *old = mr_set_default_resource(&u.base);
+    mrt_upstream *u = *state;
+    mr_resource *old = mr_set_default_resource(&u->base);
     mr_objpool *p = mr_objpool_create(40, 8, NULL); /* default upstream, 1024 per block */
     mr_set_default_resource(old);
     assert_non_null(p);
-    assert_int_equal(u.allocations, 1); /* the header only: no block before the first allocation */
+    assert_int_equal(u->allocations, 1); /* the header only: no block before the first allocation */
     void *first = mr_objpool_alloc(p);
     assert_non_null(first);
-    assert_int_equal(count_upstream_blocks(&u, 1024 * 40, 8), 1);
+    assert_int_equal(count_upstream_blocks(u, 1024 * 40, 8), 1);
     for (int i = 1; i < 1024; i++)
         assert_non_null(mr_objpool_alloc(p));
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     assert_non_null(mr_objpool_alloc(p)); /* 1025th: a second block */
-    assert_int_equal(u.calls, calls + 1);
-    assert_int_equal(count_upstream_blocks(&u, 1024 * 40, 8), 2);
+    assert_int_equal(u->calls, calls + 1);
+    assert_int_equal(count_upstream_blocks(u, 1024 * 40, 8), 2);
     assert_int_equal(stats_of(p).in_use, 1025 * 40);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
+    mrt_assert_balanced(u);
 
     /* options with zero fields mean the defaults too */
     mr_objpool_options o = {NULL, 0};
-    old = mr_set_default_resource(&u.base);
+    old = mr_set_default_resource(&u->base);
     p = mr_objpool_create(16, 16, &o);
     mr_set_default_resource(old);
     assert_non_null(p);
     assert_non_null(mr_objpool_alloc(p));
-    assert_int_equal(count_upstream_blocks(&u, 1024 * 16, 16), 1);
+    assert_int_equal(count_upstream_blocks(u, 1024 * 16, 16), 1);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_alloc_free_basic(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 40, 8, 16);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 40, 8, 16);
     assert_non_null(p);
     enum { N = 40 };
     unsigned char *o[N];
@@ -248,7 +217,7 @@ static void test_alloc_free_basic(void **state)
         o[i] = mr_objpool_alloc(p);
         assert_non_null(o[i]);
         assert_true(aligned(o[i], 8));
-        assert_true(mrt_upstream_owns(&u, o[i]));
+        assert_true(mrt_upstream_owns(u, o[i]));
         memset(o[i], i + 1, 40);
     }
     for (int i = 0; i < N; i++)
@@ -257,8 +226,8 @@ static void test_alloc_free_basic(void **state)
     mr_stats s = stats_of(p);
     assert_int_equal(s.in_use, N * 40);
     assert_int_equal(s.allocations, N);
-    assert_int_equal(count_upstream_blocks(&u, 16 * 40, 8), 3);
-    assert_stats_match(p, &u);
+    assert_int_equal(count_upstream_blocks(u, 16 * 40, 8), 3);
+    assert_stats_match(p, u);
     for (int i = 0; i < N; i += 4)
         mr_objpool_free(p, o[i]);
     s = stats_of(p);
@@ -269,19 +238,15 @@ static void test_alloc_free_basic(void **state)
     assert_same_state(s, s2);
     assert_true(mr_objpool_check(p));
     mr_objpool_destroy(p); /* with live objects: everything goes back */
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_lifo_reuse(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 24, 8, 64);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 24, 8, 64);
     void *a = mr_objpool_alloc(p), *b = mr_objpool_alloc(p), *c = mr_objpool_alloc(p);
     assert_non_null(a), assert_non_null(b), assert_non_null(c);
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     mr_objpool_free(p, a);
     mr_objpool_free(p, b);
     mr_objpool_free(p, c);
@@ -295,12 +260,10 @@ static void test_lifo_reuse(void **state)
     /* free list empty: the next never-used object of the block */
     void *d = mr_objpool_alloc(p);
     assert_ptr_equal(d, (char *)c + 24);
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     assert_int_equal(stats_of(p).allocations, 8);
     assert_true(mr_objpool_check(p));
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static int cmp_ptr(const void *x, const void *y)
@@ -311,15 +274,13 @@ static int cmp_ptr(const void *x, const void *y)
 
 static void test_reuse_without_upstream(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 48, 16, 8);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 48, 16, 8);
     enum { N = 100 };
     void *o[N], *again[N];
     for (int i = 0; i < N; i++)
         assert_non_null(o[i] = mr_objpool_alloc(p));
-    size_t calls = u.calls, deallocs = u.deallocations;
+    size_t calls = u->calls, deallocs = u->deallocations;
     mr_stats s = stats_of(p);
     for (int i = 0; i < N; i++)
         mr_objpool_free(p, o[(i * 37) % N]); /* any order */
@@ -327,8 +288,8 @@ static void test_reuse_without_upstream(void **state)
     assert_true(mr_objpool_check(p));
     for (int i = 0; i < N; i++)
         assert_non_null(again[i] = mr_objpool_alloc(p));
-    assert_int_equal(u.calls, calls);
-    assert_int_equal(u.deallocations, deallocs);
+    assert_int_equal(u->calls, calls);
+    assert_int_equal(u->deallocations, deallocs);
     mr_stats s2 = stats_of(p);
     assert_int_equal(s2.held, s.held);
     assert_int_equal(s2.in_use, N * 48);
@@ -340,22 +301,18 @@ static void test_reuse_without_upstream(void **state)
         assert_ptr_equal(o[i], again[i]);
     assert_true(mr_objpool_check(p));
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ---- reset / release ---- */
 
 static void test_reset(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 32, 32, 8);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 32, 32, 8);
 
     /* reset of an empty pool: nothing to do, no upstream call */
     mr_objpool_reset(p);
-    assert_int_equal(u.calls, 1);
+    assert_int_equal(u->calls, 1);
     assert_true(mr_objpool_check(p));
 
     enum { N = 100 }; /* 13 blocks of 8: 104 objects */
@@ -365,27 +322,27 @@ static void test_reset(void **state)
     for (int i = 0; i < N; i += 3)
         mr_objpool_free(p, o[i]);
     mr_stats s = stats_of(p);
-    size_t calls = u.calls, deallocs = u.deallocations;
+    size_t calls = u->calls, deallocs = u->deallocations;
     mr_objpool_reset(p);
     mr_stats r = stats_of(p);
     assert_int_equal(r.in_use, 0);
     assert_int_equal(r.held, s.held);
     assert_int_equal(r.allocations, s.allocations);
-    assert_int_equal(u.calls, calls);
-    assert_int_equal(u.deallocations, deallocs);
+    assert_int_equal(u->calls, calls);
+    assert_int_equal(u->deallocations, deallocs);
     assert_true(mr_objpool_check(p));
     /* the same objects in the same order, no upstream call */
     for (int i = 0; i < N; i++)
         assert_ptr_equal(mr_objpool_alloc(p), o[i]);
     for (int i = N; i < 104; i++)
         assert_non_null(mr_objpool_alloc(p));
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     /* beyond the kept blocks: a new block */
     assert_non_null(mr_objpool_alloc(p));
-    assert_true(u.calls > calls);
+    assert_true(u->calls > calls);
     assert_int_equal(stats_of(p).in_use, 105 * 32);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
 
     /* reset twice in a row, then use */
     mr_objpool_reset(p);
@@ -393,63 +350,55 @@ static void test_reset(void **state)
     assert_ptr_equal(mr_objpool_alloc(p), o[0]);
     assert_true(mr_objpool_check(p));
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_release(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 40, 8, 8);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 40, 8, 8);
     mr_objpool_release(p); /* empty: no upstream call */
-    assert_int_equal(u.calls, 1);
-    assert_int_equal(u.deallocations, 0);
+    assert_int_equal(u->calls, 1);
+    assert_int_equal(u->deallocations, 0);
     size_t header = stats_of(p).held;
-    assert_int_equal(header, u.bytes);
+    assert_int_equal(header, u->bytes);
 
     for (int i = 0; i < 100; i++)
         assert_non_null(mr_objpool_alloc(p));
-    assert_int_equal(mrt_upstream_live(&u), 1 + 13 + 1); /* header, blocks, directory */
+    assert_int_equal(mrt_upstream_live(u), 1 + 13 + 1); /* header, blocks, directory */
     mr_objpool_release(p);
-    assert_int_equal(mrt_upstream_live(&u), 1);
-    assert_int_equal(u.bytes, header);
+    assert_int_equal(mrt_upstream_live(u), 1);
+    assert_int_equal(u->bytes, header);
     mr_stats s = stats_of(p);
     assert_int_equal(s.held, header);
     assert_int_equal(s.in_use, 0);
     assert_int_equal(s.allocations, 100);
     assert_true(s.peak_held >= header + 13 * 8 * 40);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
 
     /* usable again: blocks come from upstream anew */
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     void *o = mr_objpool_alloc(p);
     assert_non_null(o);
-    assert_true(u.calls > calls);
+    assert_true(u->calls > calls);
     mr_objpool_free(p, o);
     mr_objpool_release(p);
     mr_objpool_release(p);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ---- alignment ---- */
 
 static void test_alignment(void **state)
 {
-    (void)state;
-    mrt_upstream u;
+    mrt_upstream *u = *state;
     for (size_t align = 1; align <= 4096; align *= 2) {
         const size_t sizes[] = {1, align / 2 + 1, align, align + 1, 3 * align - 1, 100};
         for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
             size_t size = sizes[k];
-            mrt_upstream_init(&u);
-            mr_objpool *p = mk(&u, size, align, 5);
+            mr_objpool *p = mk(u, size, align, 5);
             assert_non_null(p);
             size_t os = mr_objpool_object_size(p);
             assert_true(os >= size && os >= sizeof(void *));
@@ -468,7 +417,7 @@ static void test_alignment(void **state)
                     assert_int_equal(o[i][j], 0x10 + i);
             /* blocks were requested with the alignment and exact size */
             size_t a = align < sizeof(void *) ? sizeof(void *) : align;
-            assert_int_equal(count_upstream_blocks(&u, 5 * os, a), 3);
+            assert_int_equal(count_upstream_blocks(u, 5 * os, a), 3);
             for (int i = 0; i < N; i += 2)
                 mr_objpool_free(p, o[i]);
             for (int i = 0; i < N / 2; i++) {
@@ -477,10 +426,9 @@ static void test_alignment(void **state)
                 assert_true(aligned(q, align));
             }
             assert_true(mr_objpool_check(p));
-            assert_stats_match(p, &u);
+            assert_stats_match(p, u);
             mr_objpool_destroy(p);
-            mrt_assert_balanced(&u);
-            mrt_upstream_fini(&u);
+            mrt_upstream_restart(u);
         }
     }
 }
@@ -527,10 +475,8 @@ static void test_overhead_2M_objects(void **state)
 
 static void test_stats(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 20, 4, 10); /* rounded to 24 */
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 20, 4, 10); /* rounded to 24 */
     mr_stats s = stats_of(p);
     assert_int_equal(s.in_use, 0);
     assert_int_equal(s.allocations, 0);
@@ -538,12 +484,12 @@ static void test_stats(void **state)
     assert_int_equal(s.upstream_deallocations, 0);
     assert_true(s.held > 0 && s.held <= 256); /* the header */
     assert_int_equal(s.peak_held, s.held);
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
     void *o[35];
     for (int i = 0; i < 35; i++) {
         o[i] = mr_objpool_alloc(p);
         assert_int_equal(stats_of(p).in_use, (size_t)(i + 1) * 24);
-        assert_stats_match(p, &u);
+        assert_stats_match(p, u);
     }
     for (int i = 0; i < 35; i++) {
         mr_objpool_free(p, o[i]);
@@ -557,61 +503,51 @@ static void test_stats(void **state)
     assert_int_equal(s.peak_held, peak);
     assert_true(s.held < peak);
     assert_int_equal(s.allocations, 35);
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ---- failures ---- */
 
 static void test_failed_alloc_changes_nothing(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 40, 8, 1); /* one object per block: a block per allocation */
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 40, 8, 1); /* one object per block: a block per allocation */
     void *o[9];
     for (int i = 0; i < 8; i++)
         assert_non_null(o[i] = mr_objpool_alloc(p));
     mr_stats before = stats_of(p);
 
     /* the 9th block needs a bigger directory: fail the directory request */
-    u.fail_at = u.calls + 1;
-    errno = 0;
-    assert_null(mr_objpool_alloc(p));
-    assert_int_equal(errno, ENOMEM);
+    u->fail_at = u->calls + 1;
+    mrt_assert_fails(mr_objpool_alloc(p), ENOMEM);
     mr_stats after = stats_of(p);
     assert_same_state(before, after);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
 
     /* directory granted, block refused: the directory goes back */
-    u.fail_at = u.calls + 2;
-    errno = 0;
-    assert_null(mr_objpool_alloc(p));
-    assert_int_equal(errno, ENOMEM);
+    u->fail_at = u->calls + 2;
+    mrt_assert_fails(mr_objpool_alloc(p), ENOMEM);
     after = stats_of(p);
     assert_same_state(before, after);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
-    assert_int_equal(mrt_upstream_live(&u), 1 + 8 + 1);
+    assert_stats_match(p, u);
+    assert_int_equal(mrt_upstream_live(u), 1 + 8 + 1);
 
     /* a free object is still served while upstream refuses */
-    u.fail_at = 1;
-    u.fail_all_after = true;
+    u->fail_at = 1;
+    u->fail_all_after = true;
     mr_objpool_free(p, o[3]);
     assert_ptr_equal(mr_objpool_alloc(p), o[3]);
     assert_null(mr_objpool_alloc(p));
-    u.fail_at = 0;
-    u.fail_all_after = false;
+    u->fail_at = 0;
+    u->fail_all_after = false;
     assert_non_null(o[8] = mr_objpool_alloc(p));
     assert_int_equal(stats_of(p).in_use, 9 * 40);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* One scenario for the fault sweep: returns false at the first failed
@@ -652,53 +588,39 @@ static bool sweep_scenario(mr_objpool *p, void **live, size_t *nlive)
     return true;
 }
 
-static void fault_sweep(bool fail_all_after)
+/* The fault-sweep scenario (see mrt_fault_sweep): a pool, driven until
+ * its first failed allocation, must then still work once upstream does. */
+static bool sweep_run(mrt_upstream *u, void *ctx)
 {
-    bool completed = false;
-    size_t n;
-    for (n = 1; !completed && n < 1000; n++) {
-        mrt_upstream u;
-        mrt_upstream_init(&u);
-        u.fail_at = n;
-        u.fail_all_after = fail_all_after;
-        mr_objpool *p = mk(&u, 24, 8, 4);
-        if (p == NULL) {
-            assert_int_equal(errno, ENOMEM);
-            mrt_assert_balanced(&u);
-            mrt_upstream_fini(&u);
-            continue;
-        }
-        void *live[128];
-        size_t nlive = 0;
-        completed = sweep_scenario(p, live, &nlive);
-        if (completed)
-            assert_int_equal(u.failures, 0);
-        else
-            assert_true(u.failures > 0);
-        assert_true(mr_objpool_check(p));
-        assert_stats_match(p, &u);
-        /* still usable once upstream recovers */
-        u.fail_at = 0;
-        u.fail_all_after = false;
-        for (int i = 0; i < 10; i++)
-            assert_non_null(mr_objpool_alloc(p));
-        for (size_t i = 0; i < nlive; i++)
-            mr_objpool_free(p, live[i]);
-        assert_true(mr_objpool_check(p));
-        mr_objpool_destroy(p);
-        mrt_assert_balanced(&u);
-        mrt_upstream_fini(&u);
+    (void)ctx;
+    errno = 0;
+    mr_objpool *p = mk(u, 24, 8, 4);
+    if (p == NULL) {
+        assert_int_equal(errno, ENOMEM);
+        return true;
     }
-    assert_true(completed);
-    printf("# fault sweep (%s): scenario completed at N = %zu\n", fail_all_after ? "fail all after N" : "fail Nth",
-           n - 1);
+    void *live[128];
+    size_t nlive = 0;
+    bool completed = sweep_scenario(p, live, &nlive);
+    assert_true(mr_objpool_check(p));
+    assert_stats_match(p, u);
+    /* still usable once upstream recovers */
+    u->fail_at = 0;
+    u->fail_all_after = false;
+    for (int i = 0; i < 10; i++)
+        assert_non_null(mr_objpool_alloc(p));
+    for (size_t i = 0; i < nlive; i++)
+        mr_objpool_free(p, live[i]);
+    assert_true(mr_objpool_check(p));
+    mr_objpool_destroy(p);
+    return !completed;
 }
 
 static void test_fault_sweep(void **state)
 {
     (void)state;
-    fault_sweep(false);
-    fault_sweep(true);
+    mrt_fault_sweep("objpool", sweep_run, NULL, MRT_FAIL_ONCE, 10);
+    mrt_fault_sweep("objpool", sweep_run, NULL, MRT_FAIL_FROM, 10);
 }
 
 /* ---- seeded stress against a shadow model ---- */
@@ -713,10 +635,8 @@ typedef struct shadow {
     size_t nstack;
 } shadow;
 
-static void stress_one(uint64_t *rng, size_t steps)
+static void stress_one(mrt_upstream *u, uint64_t *rng, size_t steps)
 {
-    mrt_upstream uu, *u = &uu;
-    mrt_upstream_init(u);
     static const size_t aligns[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 4096};
     size_t align = aligns[mrt_rand(rng) % (sizeof aligns / sizeof aligns[0])];
     size_t size = 1 + (size_t)(mrt_rand(rng) % 200);
@@ -770,8 +690,6 @@ static void stress_one(uint64_t *rng, size_t steps)
     assert_true(mr_objpool_check(p));
     assert_stats_match(p, u);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(u);
-    mrt_upstream_fini(u);
     free(m.live);
     free(m.tag);
     free(m.stack);
@@ -779,21 +697,21 @@ static void stress_one(uint64_t *rng, size_t steps)
 
 static void test_stress(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     uint64_t rng = mrt_seed(0x0b1ec7f00dULL);
-    for (int round = 0; round < 12; round++)
-        stress_one(&rng, 6000);
+    for (int round = 0; round < 12; round++) {
+        stress_one(u, &rng, 6000);
+        mrt_upstream_restart(u);
+    }
 }
 
 /* ---- the resource view ---- */
 
 static void test_resource_view(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 40, 16, 8);
-    mr_objpool *q = mk(&u, 40, 16, 8);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 40, 16, 8);
+    mr_objpool *q = mk(u, 40, 16, 8);
     mr_resource *r = mr_objpool_resource(p);
     assert_non_null(r);
     assert_ptr_equal(r, mr_objpool_resource(p));
@@ -811,18 +729,10 @@ static void test_resource_view(void **state)
     assert_int_equal(stats_of(p).in_use, 3 * 48);
 
     mr_stats before = stats_of(p);
-    errno = 0;
-    assert_null(mr_allocate(r, 49, 8));
-    assert_int_equal(errno, ENOMEM);
-    errno = 0;
-    assert_null(mr_allocate(r, 8, 32));
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_null(mr_allocate(r, 8, 3));
-    assert_int_equal(errno, EINVAL);
-    errno = 0;
-    assert_null(mr_allocate(r, SIZE_MAX, 8));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_allocate(r, 49, 8), ENOMEM);
+    mrt_assert_fails(mr_allocate(r, 8, 32), EINVAL);
+    mrt_assert_fails(mr_allocate(r, 8, 3), EINVAL);
+    mrt_assert_fails(mr_allocate(r, SIZE_MAX, 8), ENOMEM);
     mr_stats after = stats_of(p);
     assert_same_state(before, after);
 
@@ -836,17 +746,13 @@ static void test_resource_view(void **state)
     assert_true(mr_objpool_check(p));
     mr_objpool_destroy(q);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* Two pools on one upstream do not disturb each other. */
 static void test_independent_pools(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 16, 8, 4), *q = mk(&u, 64, 64, 3);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 16, 8, 4), *q = mk(u, 64, 64, 3);
     void *a[20], *b[20];
     for (int i = 0; i < 20; i++) {
         a[i] = mr_objpool_alloc(p);
@@ -864,29 +770,23 @@ static void test_independent_pools(void **state)
     mr_objpool_destroy(p);
     assert_true(mr_objpool_check(q));
     mr_objpool_destroy(q);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 static void test_large_objects(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, (size_t)1 << 20, 4096, 1);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, (size_t)1 << 20, 4096, 1);
     void *a = mr_objpool_alloc(p), *b = mr_objpool_alloc(p);
     assert_non_null(a), assert_non_null(b);
     assert_true(aligned(a, 4096) && aligned(b, 4096));
     memset(a, 1, (size_t)1 << 20);
     memset(b, 2, (size_t)1 << 20);
-    assert_int_equal(count_upstream_blocks(&u, (size_t)1 << 20, 4096), 2);
+    assert_int_equal(count_upstream_blocks(u, (size_t)1 << 20, 4096), 2);
     mr_objpool_free(p, a);
     assert_ptr_equal(mr_objpool_alloc(p), a);
     assert_true(mr_objpool_check(p));
-    assert_stats_match(p, &u);
+    assert_stats_match(p, u);
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ---- the checker finds corruption (not in ASan builds: there the
@@ -894,16 +794,15 @@ static void test_large_objects(void **state)
 
 static void test_check_detects_corruption(void **state)
 {
-    (void)state;
 #if MR_SANITIZED
+    (void)state;
     skip();
 #else
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     fprintf(stderr, "# the next lines of mr_objpool_check output are expected:\n");
 
     /* double free: a cycle in the free list */
-    mr_objpool *p = mk(&u, 32, 8, 8);
+    mr_objpool *p = mk(u, 32, 8, 8);
     void *a = mr_objpool_alloc(p), *b = mr_objpool_alloc(p);
     (void)b;
     mr_objpool_free(p, a);
@@ -913,7 +812,7 @@ static void test_check_detects_corruption(void **state)
     mr_objpool_destroy(p);
 
     /* a pointer that is no object of the pool */
-    p = mk(&u, 32, 8, 8);
+    p = mk(u, 32, 8, 8);
     void *c = mr_objpool_alloc(p);
     void *foreign[4];
     mr_objpool_free(p, foreign);
@@ -921,7 +820,7 @@ static void test_check_detects_corruption(void **state)
     mr_objpool_destroy(p);
 
     /* a free object's link overwritten to point inside another object */
-    p = mk(&u, 32, 8, 8);
+    p = mk(u, 32, 8, 8);
     c = mr_objpool_alloc(p);
     char *d = mr_objpool_alloc(p);
     mr_objpool_free(p, c);
@@ -931,15 +830,14 @@ static void test_check_detects_corruption(void **state)
     mr_objpool_destroy(p);
 
     /* an object freed from the uncarved part of the block */
-    p = mk(&u, 32, 8, 8);
+    p = mk(u, 32, 8, 8);
     d = mr_objpool_alloc(p);
     mr_objpool_free(p, d + 64);
     assert_false(mr_objpool_check(p));
     mr_objpool_destroy(p);
 
     assert_false(mr_objpool_check(NULL));
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mrt_assert_balanced(u);
 #endif
 }
 
@@ -1002,13 +900,12 @@ static void no_error(void)
 
 static void test_poisoning(void **state)
 {
-    (void)state;
 #if !MR_SANITIZED
+    (void)state;
     skip();
 #else
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_objpool *p = mk(&u, 40, 8, 4);
+    mrt_upstream *u = *state;
+    mr_objpool *p = mk(u, 40, 8, 4);
     char *a = mr_objpool_alloc(p);
     assert_false(__asan_address_is_poisoned(a));
     assert_false(__asan_address_is_poisoned(a + 39));
@@ -1026,8 +923,7 @@ static void test_poisoning(void **state)
     assert_ptr_equal(mr_objpool_alloc(p), a);
     assert_false(__asan_address_is_poisoned(a + 39));
     mr_objpool_destroy(p);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mrt_assert_balanced(u);
 
     assert_false(dies(no_error));
     assert_true(dies(use_after_free));
@@ -1039,28 +935,28 @@ static void test_poisoning(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_alignment),
-        cmocka_unit_test(test_bad_size),
-        cmocka_unit_test(test_create_upstream_fails),
+        mrt_unit_test(test_bad_alignment),
+        mrt_unit_test(test_bad_size),
+        mrt_unit_test(test_create_upstream_fails),
         cmocka_unit_test(test_destroy_null),
-        cmocka_unit_test(test_object_size_rounding),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_alloc_free_basic),
-        cmocka_unit_test(test_lifo_reuse),
-        cmocka_unit_test(test_reuse_without_upstream),
-        cmocka_unit_test(test_reset),
-        cmocka_unit_test(test_release),
-        cmocka_unit_test(test_alignment),
+        mrt_unit_test(test_object_size_rounding),
+        mrt_unit_test(test_defaults),
+        mrt_unit_test(test_alloc_free_basic),
+        mrt_unit_test(test_lifo_reuse),
+        mrt_unit_test(test_reuse_without_upstream),
+        mrt_unit_test(test_reset),
+        mrt_unit_test(test_release),
+        mrt_unit_test(test_alignment),
         cmocka_unit_test(test_overhead_2M_objects),
-        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_failed_alloc_changes_nothing),
+        mrt_unit_test(test_stats),
+        mrt_unit_test(test_failed_alloc_changes_nothing),
         cmocka_unit_test(test_fault_sweep),
-        cmocka_unit_test(test_stress),
-        cmocka_unit_test(test_resource_view),
-        cmocka_unit_test(test_independent_pools),
-        cmocka_unit_test(test_large_objects),
-        cmocka_unit_test(test_check_detects_corruption),
-        cmocka_unit_test(test_poisoning),
+        mrt_unit_test(test_stress),
+        mrt_unit_test(test_resource_view),
+        mrt_unit_test(test_independent_pools),
+        mrt_unit_test(test_large_objects),
+        mrt_unit_test(test_check_detects_corruption),
+        mrt_unit_test(test_poisoning),
     };
     return cmocka_run_group_tests_name("objpool", tests, NULL, NULL);
 }

@@ -12,15 +12,11 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "support.h"
-
-#if MR_SANITIZED
-const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
-#endif
 
 #define KiB ((size_t)1024)
 
@@ -38,12 +34,12 @@ static mr_pools *make(mrt_upstream *u, size_t largest, size_t max_blocks)
     return p;
 }
 
-static void destroy_balanced(mrt_upstream *u, mr_pools *p)
+/* The fixture's teardown (or mrt_upstream_restart) then finds the upstream
+ * balanced: destroy returns everything, live blocks included. */
+static void destroy_checked(mr_pools *p)
 {
     assert_true(mr_pools_check(p));
     mr_pools_destroy(p);
-    mrt_assert_balanced(u);
-    mrt_upstream_fini(u);
 }
 
 static mr_stats stats_of(const mr_pools *p)
@@ -73,10 +69,8 @@ static void verify(const void *p, size_t n, unsigned tag)
 
 static void test_class_rounding(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
     size_t prev = 0, classes = 0;
     for (size_t size = 1; size <= 64 * KiB; size++) {
         size_t b = mr_pools_block_size(p, size, 1);
@@ -108,7 +102,7 @@ static void test_class_rounding(void **state)
     assert_int_equal(mr_pools_block_size(p, 1, 8192), 1);      /* above MR_POOLS_MAX_ALIGN: direct */
     assert_int_equal(mr_pools_block_size(p, 1, 3), 0);         /* bad alignment */
     assert_int_equal(mr_pools_block_size(p, SIZE_MAX, 1), 0);  /* impossible */
-    assert_int_equal(u.calls, 1);                              /* queries allocate nothing */
+    assert_int_equal(u->calls, 1);                              /* queries allocate nothing */
 
     /* the blocks really are that size: stats count them so, and two fresh
      * blocks of a class are one block apart */
@@ -128,16 +122,14 @@ static void test_class_rounding(void **state)
         mr_pools_free(p, x, probe[i], 1);
         assert_int_equal(stats_of(p).in_use, before.in_use);
     }
-    destroy_balanced(&u, p);
+    destroy_checked(p);
 }
 
 static void test_alignment(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     static const size_t sizes[] = {0, 1, 7, 16, 17, 48, 100, 129, 200, 1000, 3000, 4096, 5000, 20000};
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mr_pools *p = make(u, 0, 0);
     for (size_t align = 1; align <= 16384; align *= 2) {
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             size_t size = sizes[si];
@@ -154,77 +146,73 @@ static void test_alignment(void **state)
                     assert_ptr_not_equal(blk[j], blk[k]);
             }
             bool direct = align > MR_POOLS_MAX_ALIGN;
-            size_t live = mrt_upstream_live(&u);
+            size_t live = mrt_upstream_live(u);
             for (int k = 0; k < 5; k++)
                 mr_pools_free(p, blk[k], size, align);
             if (direct)
-                assert_int_equal(mrt_upstream_live(&u), live - 5);
+                assert_int_equal(mrt_upstream_live(u), live - 5);
             assert_true(mr_pools_check(p));
         }
     }
     assert_int_equal(stats_of(p).in_use, 0);
-    destroy_balanced(&u, p);
+    destroy_checked(p);
 }
 
 /* ---- reuse, reset, release ---- */
 
 static void test_reuse_without_upstream(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     enum { N = 3000 };
     static void *blk[N];
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mr_pools *p = make(u, 0, 0);
     for (int round = 0; round < 4; round++) {
-        size_t calls0 = u.calls;
+        size_t calls0 = u->calls;
         for (int i = 0; i < N; i++) {
             size_t size = (size_t)i * 37 % 2000;
             blk[i] = mr_pools_alloc(p, size, 8);
             assert_non_null(blk[i]);
             fill(blk[i], size, (unsigned)i);
         }
-        size_t calls = u.calls;
+        size_t calls = u->calls;
         for (int i = 0; i < N; i++) {
             size_t size = (size_t)i * 37 % 2000;
             verify(blk[i], size, (unsigned)i);
             mr_pools_free(p, blk[i], size, 8);
         }
-        assert_int_equal(u.calls, calls);
-        assert_int_equal(u.deallocations, 0);
+        assert_int_equal(u->calls, calls);
+        assert_int_equal(u->deallocations, 0);
         if (round > 0) /* after the first round every block comes from a free list */
-            assert_int_equal(u.calls, calls0);
+            assert_int_equal(u->calls, calls0);
         assert_true(mr_pools_check(p));
     }
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     /* LIFO: the block freed last comes back first */
     void *a = mr_pools_alloc(p, 300, 16);
     mr_pools_free(p, a, 300, 16);
     assert_ptr_equal(mr_pools_alloc(p, 290, 1), a);
     mr_pools_free(p, a, 290, 1);
-    assert_int_equal(u.calls, calls);
-    destroy_balanced(&u, p);
+    assert_int_equal(u->calls, calls);
+    destroy_checked(p);
 }
 
 static void test_reset_keeps_chunks(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     enum { N = 2000 };
     static void *first[N];
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mr_pools *p = make(u, 0, 0);
     for (int i = 0; i < N; i++) {
         first[i] = mr_pools_alloc(p, (size_t)(i % 700), 1);
         assert_non_null(first[i]);
     }
     void *big = mr_pools_alloc(p, 100 * KiB, 16); /* direct: reset returns it */
     assert_non_null(big);
-    size_t live = mrt_upstream_live(&u), calls = u.calls;
+    size_t live = mrt_upstream_live(u), calls = u->calls;
     mr_stats before = stats_of(p);
     mr_pools_reset(p);
     assert_true(mr_pools_check(p));
-    assert_int_equal(mrt_upstream_live(&u), live - 1);
+    assert_int_equal(mrt_upstream_live(u), live - 1);
     mr_stats after = stats_of(p);
     assert_int_equal(after.in_use, 0);
     assert_int_equal(after.held, before.held - (100 * KiB + 32));
@@ -232,20 +220,18 @@ static void test_reset_keeps_chunks(void **state)
     /* the same sequence gets the same blocks, with no upstream call */
     for (int i = 0; i < N; i++)
         assert_ptr_equal(mr_pools_alloc(p, (size_t)(i % 700), 1), first[i]);
-    assert_int_equal(u.calls, calls);
+    assert_int_equal(u->calls, calls);
     assert_true(mr_pools_check(p));
     mr_pools_reset(p);
     mr_pools_reset(p); /* twice is fine */
     assert_true(mr_pools_check(p));
-    destroy_balanced(&u, p);
+    destroy_checked(p);
 }
 
 static void test_release_and_destroy_balanced(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
     for (int round = 0; round < 3; round++) {
         for (size_t i = 0; i < 5000; i++)
             assert_non_null(mr_pools_alloc(p, i % 5000, (size_t)1 << (i % 8)));
@@ -254,10 +240,10 @@ static void test_release_and_destroy_balanced(void **state)
         assert_true(mr_pools_check(p));
         mr_pools_release(p);
         assert_true(mr_pools_check(p));
-        assert_int_equal(mrt_upstream_live(&u), 1); /* the header */
+        assert_int_equal(mrt_upstream_live(u), 1); /* the header */
         mr_stats s = stats_of(p);
         assert_int_equal(s.in_use, 0);
-        assert_int_equal(s.held, u.bytes);
+        assert_int_equal(s.held, u->bytes);
         assert_int_equal(s.upstream_allocations - s.upstream_deallocations, 1);
     }
     mr_pools_release(p); /* twice is fine */
@@ -265,38 +251,36 @@ static void test_release_and_destroy_balanced(void **state)
     for (size_t i = 0; i < 1000; i++)
         assert_non_null(mr_pools_alloc(p, i * 3, 16));
     assert_non_null(mr_pools_alloc(p, 1 * KiB * KiB, 64));
-    destroy_balanced(&u, p);
+    destroy_checked(p);
     mr_pools_destroy(NULL);
 }
 
 static void test_direct_tracked(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
     enum { N = 40 };
     void *blk[N];
     size_t sizes[N], aligns[N];
     for (int i = 0; i < N; i++) {
         sizes[i] = 64 * KiB + 1 + (size_t)i * 4099;
         aligns[i] = (size_t)1 << (i % 15);
-        size_t live = mrt_upstream_live(&u);
+        size_t live = mrt_upstream_live(u);
         blk[i] = mr_pools_alloc(p, sizes[i], aligns[i]);
         assert_non_null(blk[i]);
         assert_aligned(blk[i], aligns[i]);
-        assert_int_equal(mrt_upstream_live(&u), live + 1); /* exactly one upstream block each */
+        assert_int_equal(mrt_upstream_live(u), live + 1); /* exactly one upstream block each */
         /* asking upstream for no more alignment than the request needs */
-        assert_int_equal(u.live[u.nlive - 1].align, aligns[i] > 16 ? aligns[i] : 16);
+        assert_int_equal(u->live[u->nlive - 1].align, aligns[i] > 16 ? aligns[i] : 16);
         fill(blk[i], sizes[i], (unsigned)i);
     }
     size_t in_use = stats_of(p).in_use;
     for (int i = 0; i < N; i += 2) { /* free every other one: returned at once */
         verify(blk[i], sizes[i], (unsigned)i);
-        size_t live = mrt_upstream_live(&u), bytes = u.bytes;
+        size_t live = mrt_upstream_live(u), bytes = u->bytes;
         mr_pools_free(p, blk[i], sizes[i], aligns[i]);
-        assert_int_equal(mrt_upstream_live(&u), live - 1);
-        assert_true(u.bytes < bytes - sizes[i] + 1);
+        assert_int_equal(mrt_upstream_live(u), live - 1);
+        assert_true(u->bytes < bytes - sizes[i] + 1);
         in_use -= sizes[i];
         assert_int_equal(stats_of(p).in_use, in_use);
         assert_true(mr_pools_check(p));
@@ -308,90 +292,86 @@ static void test_direct_tracked(void **state)
     assert_non_null(a);
     assert_aligned(a, 65536);
     mr_pools_release(p); /* frees the rest */
-    assert_int_equal(mrt_upstream_live(&u), 1);
-    assert_int_equal(u.bad_deallocations, 0);
-    destroy_balanced(&u, p);
+    assert_int_equal(mrt_upstream_live(u), 1);
+    assert_int_equal(u->bad_deallocations, 0);
+    destroy_checked(p);
 }
 
 /* ---- chunks ---- */
 
 static void test_chunk_sizes(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
     /* every class, many blocks each */
     for (size_t size = 16; size <= 64 * KiB; size += size / 4 > 16 ? size / 4 : 16)
         for (int i = 0; i < 200; i++)
             assert_non_null(mr_pools_alloc(p, size, 1));
-    for (size_t i = 0; i < u.nlive; i++) {
-        size_t n = u.live[i].size;
+    for (size_t i = 0; i < u->nlive; i++) {
+        size_t n = u->live[i].size;
         if (n % 64 != 0 || (n >= 4096 && n % 4096 != 0))
             fail_msg("upstream block of %zu bytes is not a multiple of 64 / of pages", n);
     }
-    destroy_balanced(&u, p);
+    destroy_checked(p);
+    mrt_upstream_restart(u);
 
     /* growth is geometric: a million 16-byte blocks take few chunks */
-    mrt_upstream_init(&u);
-    p = make(&u, 0, 0);
+    p = make(u, 0, 0);
     for (int i = 0; i < 1000000; i++)
         assert_non_null(mr_pools_alloc(p, 16, 16));
-    assert_true(u.allocations < 100);
+    assert_true(u->allocations < 100);
     mr_stats s = stats_of(p);
     assert_int_equal(s.in_use, 16000000);
     assert_true(s.held < s.in_use + s.in_use / 33); /* < 3% overhead */
-    destroy_balanced(&u, p);
+    destroy_checked(p);
+    mrt_upstream_restart(u);
 
     /* max_blocks_per_chunk = 1: a chunk per block for a class of 4 KiB */
-    mrt_upstream_init(&u);
-    p = make(&u, 0, 1);
-    size_t before = u.allocations;
+    p = make(u, 0, 1);
+    size_t before = u->allocations;
     for (int i = 0; i < 10; i++)
         assert_non_null(mr_pools_alloc(p, 4096, 4096));
-    assert_int_equal(u.allocations - before, 10 + 1); /* + one page of chunk records */
-    destroy_balanced(&u, p);
+    assert_int_equal(u->allocations - before, 10 + 1); /* + one page of chunk records */
+    destroy_checked(p);
 }
 
 /* ---- options, bad input ---- */
 
 static void test_options(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 1000, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 1000, 0);
     mr_pools_options o;
     mr_pools_get_options(p, &o);
-    assert_ptr_equal(o.upstream, &u.base);
+    assert_ptr_equal(o.upstream, &u->base);
     assert_int_equal(o.largest_required_pool_block, 1024); /* rounded up to a class */
     assert_int_equal(o.max_blocks_per_chunk, 0);
     assert_false(o.thread_safe);
     assert_int_equal(mr_pools_block_size(p, 1024, 1), 1024);
     assert_int_equal(mr_pools_block_size(p, 1025, 1), 1025);
-    size_t live = mrt_upstream_live(&u);
+    size_t live = mrt_upstream_live(u);
     void *x = mr_pools_alloc(p, 1025, 1); /* direct */
-    assert_int_equal(mrt_upstream_live(&u), live + 1);
+    assert_int_equal(mrt_upstream_live(u), live + 1);
     mr_pools_free(p, x, 1025, 1);
-    assert_int_equal(mrt_upstream_live(&u), live);
-    destroy_balanced(&u, p);
+    assert_int_equal(mrt_upstream_live(u), live);
+    destroy_checked(p);
+    mrt_upstream_restart(u);
 
-    mrt_upstream_init(&u);
-    p = make(&u, SIZE_MAX, 7);
+    p = make(u, SIZE_MAX, 7);
     mr_pools_get_options(p, &o);
     assert_int_equal(o.largest_required_pool_block, MR_POOLS_MAX_POOL_BLOCK);
     assert_int_equal(o.max_blocks_per_chunk, 7);
     x = mr_pools_alloc(p, MR_POOLS_MAX_POOL_BLOCK, 1);
     assert_non_null(x);
     mr_pools_free(p, x, MR_POOLS_MAX_POOL_BLOCK, 1);
-    destroy_balanced(&u, p);
+    destroy_checked(p);
+    mrt_upstream_restart(u);
 
-    mrt_upstream_init(&u);
-    p = make(&u, 1, 0); /* the smallest: one class of 16 */
+    p = make(u, 1, 0); /* the smallest: one class of 16 */
     mr_pools_get_options(p, &o);
     assert_int_equal(o.largest_required_pool_block, 16);
     assert_int_equal(mr_pools_block_size(p, 17, 1), 17);
-    destroy_balanced(&u, p);
+    destroy_checked(p);
 
     /* defaults: NULL options, default upstream */
     p = mr_pools_create(NULL);
@@ -408,45 +388,32 @@ static void test_options(void **state)
 
 static void test_thread_safe_einval(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools_options o = {&u.base, 0, 0, true};
-    errno = 0;
-    assert_null(mr_pools_create(&o));
-    assert_int_equal(errno, EINVAL);
-    assert_int_equal(u.calls, 0);
-    mrt_upstream_fini(&u);
+    mrt_upstream *u = *state;
+    mr_pools_options o = {&u->base, 0, 0, true};
+    mrt_assert_fails(mr_pools_create(&o), EINVAL);
+    assert_int_equal(u->calls, 0);
 }
 
 static void test_bad_input(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
     void *keep = mr_pools_alloc(p, 50, 1);
     mr_stats s0 = stats_of(p);
-    size_t calls = u.calls;
+    size_t calls = u->calls;
     static const size_t bad_align[] = {0, 3, 6, 24, 100, SIZE_MAX};
     for (size_t i = 0; i < sizeof bad_align / sizeof bad_align[0]; i++) {
-        errno = 0;
-        assert_null(mr_pools_alloc(p, 16, bad_align[i]));
-        assert_int_equal(errno, EINVAL);
-        errno = 0;
-        assert_null(mr_allocate(mr_pools_resource(p), 16, bad_align[i]));
-        assert_int_equal(errno, EINVAL);
+        mrt_assert_fails(mr_pools_alloc(p, 16, bad_align[i]), EINVAL);
+        mrt_assert_fails(mr_allocate(mr_pools_resource(p), 16, bad_align[i]), EINVAL);
     }
     static const size_t huge[] = {SIZE_MAX, SIZE_MAX - 15, SIZE_MAX - 4096, (size_t)PTRDIFF_MAX,
                                   (size_t)PTRDIFF_MAX - 16, (size_t)PTRDIFF_MAX + 1};
     static const size_t aligns[] = {1, 16, 64, 4096, 8192, (size_t)1 << 40};
     for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++)
         for (size_t j = 0; j < sizeof aligns / sizeof aligns[0]; j++) {
-            errno = 0;
-            assert_null(mr_pools_alloc(p, huge[i], aligns[j]));
-            assert_int_equal(errno, ENOMEM);
+            mrt_assert_fails(mr_pools_alloc(p, huge[i], aligns[j]), ENOMEM);
         }
-    assert_int_equal(u.calls, calls); /* impossible sizes never reach upstream */
+    assert_int_equal(u->calls, calls); /* impossible sizes never reach upstream */
     mr_stats s1 = stats_of(p);
     assert_memory_equal(&s0, &s1, sizeof s0); /* no state changed */
     assert_true(mr_pools_check(p));
@@ -468,21 +435,19 @@ static void test_bad_input(void **state)
     mr_deallocate(mr_pools_resource(p), NULL, 16, 1);
     mr_pools_free(p, keep, 50, 1);
     assert_int_equal(stats_of(p).in_use, 0);
-    destroy_balanced(&u, p);
+    destroy_checked(p);
 }
 
 /* ---- stats, resource view ---- */
 
 static void test_stats(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
     mr_stats s = stats_of(p);
     assert_int_equal(s.in_use, 0);
     assert_int_equal(s.allocations, 0);
-    assert_int_equal(s.held, u.bytes);
+    assert_int_equal(s.held, u->bytes);
     assert_int_equal(s.upstream_allocations, 1);
     size_t in_use = 0;
     void *blk[300];
@@ -494,10 +459,7 @@ static void test_stats(void **state)
         s = stats_of(p);
         assert_int_equal(s.in_use, in_use);
         assert_int_equal(s.allocations, i + 1);
-        assert_int_equal(s.held, u.bytes);
-        assert_int_equal(s.peak_held, u.peak_bytes);
-        assert_int_equal(s.upstream_allocations, u.allocations);
-        assert_int_equal(s.upstream_deallocations, u.deallocations);
+        mrt_assert_stats_agree(&s, u);
     }
     for (size_t i = 0; i < 300; i++) {
         mr_pools_free(p, blk[i], i * i, 1);
@@ -505,28 +467,23 @@ static void test_stats(void **state)
         s = stats_of(p);
         assert_int_equal(s.in_use, in_use);
         assert_int_equal(s.allocations, 300);
-        assert_int_equal(s.held, u.bytes);
-        assert_int_equal(s.upstream_deallocations, u.deallocations);
+        mrt_assert_stats_agree(&s, u);
     }
     mr_pools_release(p);
     s = stats_of(p);
-    assert_int_equal(s.held, u.bytes);
-    assert_int_equal(s.peak_held, u.peak_bytes);
-    assert_int_equal(s.upstream_deallocations, u.deallocations);
-    destroy_balanced(&u, p);
+    mrt_assert_stats_agree(&s, u);
+    destroy_checked(p);
 }
 
 static void test_resource_view(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, 0);
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
     mr_resource *r = mr_pools_resource(p);
     assert_ptr_equal(r, mr_pools_resource(p));
     assert_true(mr_is_equal(r, r));
     assert_false(mr_is_equal(r, mr_malloc_resource()));
-    mr_pools *q = make(&u, 0, 0);
+    mr_pools *q = make(u, 0, 0);
     assert_false(mr_is_equal(r, mr_pools_resource(q)));
     mr_pools_destroy(q);
     void *a = mr_allocate(r, 100, 8), *b = mr_allocate(r, 100, 64), *c = mr_allocate(r, 200 * KiB, 4096);
@@ -552,7 +509,7 @@ static void test_resource_view(void **state)
     assert_true(mr_pools_check(inner));
     mr_pools_destroy(inner);
     assert_int_equal(stats_of(p).in_use, 0);
-    destroy_balanced(&u, p);
+    destroy_checked(p);
 }
 
 /* ---- fault sweep ---- */
@@ -585,17 +542,19 @@ typedef struct held_block {
     size_t size, align;
 } held_block;
 
-/* A scenario touching every path that calls upstream: header, chunks of
- * several classes (first and grown), record pages, direct blocks, reset,
- * release.  Returns the number of failed allocations. */
-static size_t scenario(mrt_upstream *u, size_t max_blocks)
+/* The fault-sweep scenario (see mrt_fault_sweep), touching every path that
+ * calls upstream: header, chunks of several classes (first and grown),
+ * record pages, direct blocks, reset, release.  ctx: the
+ * max_blocks_per_chunk to use. */
+static bool sweep_run(mrt_upstream *u, void *ctx)
 {
-    mr_pools_options o = {&u->base, max_blocks, 0, false};
+    const size_t *max_blocks = ctx;
+    mr_pools_options o = {&u->base, *max_blocks, 0, false};
     errno = 0;
     mr_pools *p = mr_pools_create(&o);
     if (p == NULL) {
         assert_int_equal(errno, ENOMEM);
-        return 1;
+        return true;
     }
     enum { N = 400 };
     static held_block h[N];
@@ -641,40 +600,18 @@ static size_t scenario(mrt_upstream *u, size_t max_blocks)
     u->fail_at = saved;
     assert_true(mr_pools_check(p));
     mr_pools_destroy(p); /* with half the blocks still live */
-    return failures;
+    return failures > 0;
 }
 
 static void test_fault_sweep(void **state)
 {
     (void)state;
-    static const size_t max_blocks[] = {0, 8};
+    static size_t max_blocks[] = {0, 8};
     for (size_t k = 0; k < 2; k++) {
-        size_t n;
-        for (n = 1;; n++) {
-            mrt_upstream u;
-            mrt_upstream_init(&u);
-            u.fail_at = n;
-            size_t failures = scenario(&u, max_blocks[k]);
-            mrt_assert_balanced(&u);
-            bool done = u.failures == 0;
-            assert_true(done || failures > 0);
-            mrt_upstream_fini(&u);
-            if (done)
-                break;
-            assert_true(n < 10000);
-        }
-        print_message("# fault sweep (max_blocks_per_chunk %zu): %zu upstream requests, each failed once\n",
-                      max_blocks[k], n - 1);
-        /* and every request from the Nth on failing */
-        for (size_t m = 1; m < n; m += (n / 20) + 1) {
-            mrt_upstream u;
-            mrt_upstream_init(&u);
-            u.fail_at = m;
-            u.fail_all_after = true;
-            (void)scenario(&u, max_blocks[k]);
-            mrt_assert_balanced(&u);
-            mrt_upstream_fini(&u);
-        }
+        char name[64];
+        snprintf(name, sizeof name, "pools, max_blocks_per_chunk %zu", max_blocks[k]);
+        mrt_fault_sweep(name, sweep_run, &max_blocks[k], MRT_FAIL_ONCE, 10);
+        mrt_fault_sweep(name, sweep_run, &max_blocks[k], MRT_FAIL_FROM, 10);
     }
 }
 
@@ -714,14 +651,12 @@ static size_t random_align(uint64_t *rng)
 
 static void test_random_stress(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     uint64_t rng = mrt_seed(20240611);
     enum { SLOTS = 3000, STEPS = 300000 };
     static slot s[SLOTS];
     memset(s, 0, sizeof s);
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_pools *p = make(&u, 0, (size_t)(mrt_rand(&rng) % 3 == 0 ? 64 : 0));
+    mr_pools *p = make(u, 0, (size_t)(mrt_rand(&rng) % 3 == 0 ? 64 : 0));
     size_t in_use = 0, live = 0;
     for (unsigned step = 0; step < STEPS; step++) {
         slot *e = &s[mrt_rand(&rng) % SLOTS];
@@ -747,7 +682,7 @@ static void test_random_stress(void **state)
             assert_true(mr_pools_check(p));
             mr_stats st = stats_of(p);
             assert_int_equal(st.in_use, in_use);
-            assert_int_equal(st.held, u.bytes);
+            assert_int_equal(st.held, u->bytes);
         }
         if (step % 100000 == 99999) { /* everything freed at once, both ways */
             for (size_t i = 0; i < SLOTS; i++)
@@ -769,26 +704,26 @@ static void test_random_stress(void **state)
             mr_pools_free(p, s[i].p, s[i].size, s[i].align);
         }
     assert_int_equal(stats_of(p).in_use, 0);
-    destroy_balanced(&u, p);
+    destroy_checked(p);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_class_rounding),
-        cmocka_unit_test(test_alignment),
-        cmocka_unit_test(test_reuse_without_upstream),
-        cmocka_unit_test(test_reset_keeps_chunks),
-        cmocka_unit_test(test_release_and_destroy_balanced),
-        cmocka_unit_test(test_direct_tracked),
-        cmocka_unit_test(test_chunk_sizes),
-        cmocka_unit_test(test_options),
-        cmocka_unit_test(test_thread_safe_einval),
-        cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_resource_view),
+        mrt_unit_test(test_class_rounding),
+        mrt_unit_test(test_alignment),
+        mrt_unit_test(test_reuse_without_upstream),
+        mrt_unit_test(test_reset_keeps_chunks),
+        mrt_unit_test(test_release_and_destroy_balanced),
+        mrt_unit_test(test_direct_tracked),
+        mrt_unit_test(test_chunk_sizes),
+        mrt_unit_test(test_options),
+        mrt_unit_test(test_thread_safe_einval),
+        mrt_unit_test(test_bad_input),
+        mrt_unit_test(test_stats),
+        mrt_unit_test(test_resource_view),
         cmocka_unit_test(test_fault_sweep),
-        cmocka_unit_test(test_random_stress),
+        mrt_unit_test(test_random_stress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,47 +9,35 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdalign.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "support.h"
 
-#if MR_SANITIZED
-/* Impossible sizes reach malloc through the malloc resource on purpose: ASan
- * must return NULL for them, as libc does, instead of reporting them. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
-#endif
-
 static void assert_aligned(const void *p, size_t align)
 {
     assert_int_equal((uintptr_t)p & (align - 1), 0);
 }
 
-/* A resource that records its last call and can say it is equal to another
- * of its kind with the same key, to test mr_is_equal's dispatch. */
+/* A resource that says it is equal to another of its kind with the same
+ * key, to test mr_is_equal's dispatch. */
 typedef struct keyed {
     mr_resource base;
     int key;
-    size_t allocs, deallocs, last_size, last_align;
 } keyed;
 
 static void *keyed_allocate(mr_resource *self, size_t size, size_t align)
 {
-    keyed *k = (keyed *)self;
-    k->allocs++;
-    k->last_size = size;
-    k->last_align = align;
+    (void)self;
     return mr_allocate(mr_malloc_resource(), size, align);
 }
 
 static void keyed_deallocate(mr_resource *self, void *p, size_t size, size_t align)
 {
-    keyed *k = (keyed *)self;
-    k->deallocs++;
-    k->last_size = size;
-    k->last_align = align;
+    (void)self;
     mr_deallocate(mr_malloc_resource(), p, size, align);
 }
 
@@ -71,21 +59,15 @@ static const size_t bad_aligns[] = {
 
 static void test_bad_alignment_never_reaches_resource(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
     for (size_t i = 0; i < sizeof bad_aligns / sizeof bad_aligns[0]; i++) {
         for (size_t size = 0; size <= 64; size += 16) {
-            errno = 0;
-            assert_null(mr_allocate(&u.base, size, bad_aligns[i]));
-            assert_int_equal(errno, EINVAL);
+            mrt_assert_fails(mr_allocate(&u->base, size, bad_aligns[i]), EINVAL);
         }
     }
-    assert_int_equal(u.calls, 0);
-    assert_int_equal(u.allocations, 0);
-    assert_int_equal(u.failures, 0);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    assert_int_equal(u->calls, 0);
+    assert_int_equal(u->allocations, 0);
+    assert_int_equal(u->failures, 0);
 }
 
 static void test_bad_alignment_builtin_resources(void **state)
@@ -94,47 +76,49 @@ static void test_bad_alignment_builtin_resources(void **state)
     mr_resource *rs[] = {mr_malloc_resource(), mr_null_resource(), mr_get_default_resource()};
     for (size_t r = 0; r < 3; r++) {
         for (size_t i = 0; i < sizeof bad_aligns / sizeof bad_aligns[0]; i++) {
-            errno = 0;
-            assert_null(mr_allocate(rs[r], 16, bad_aligns[i]));
-            assert_int_equal(errno, EINVAL);
+            mrt_assert_fails(mr_allocate(rs[r], 16, bad_aligns[i]), EINVAL);
         }
     }
 }
 
+/* The resource gets exactly what the caller asked for. */
+static void assert_request(const mrt_request *r, mrt_op op, size_t size, size_t align, const void *p)
+{
+    assert_int_equal(r->op, op);
+    assert_int_equal(r->size, size);
+    assert_int_equal(r->align, align);
+    assert_ptr_equal(r->p, p);
+    assert_true(r->ok);
+}
+
 static void test_args_passed_through(void **state)
 {
-    (void)state;
-    keyed k = {{&keyed_ops}, 1, 0, 0, 0, 0};
-    void *p = mr_allocate(&k.base, 100, 64);
+    mrt_upstream *u = *state;
+    u->log_requests = true;
+    void *p = mr_allocate(&u->base, 100, 64);
     assert_non_null(p);
     assert_aligned(p, 64);
-    assert_int_equal(k.allocs, 1);
-    assert_int_equal(k.last_size, 100);
-    assert_int_equal(k.last_align, 64);
-    mr_deallocate(&k.base, p, 100, 64);
-    assert_int_equal(k.deallocs, 1);
-    assert_int_equal(k.last_size, 100);
-    assert_int_equal(k.last_align, 64);
+    assert_int_equal(u->calls, 1);
+    assert_request(&u->log[0], MRT_ALLOCATE, 100, 64, p);
+    mr_deallocate(&u->base, p, 100, 64);
+    assert_int_equal(u->deallocations, 1);
+    assert_request(&u->log[1], MRT_DEALLOCATE, 100, 64, p);
     /* size 0 is passed as is: the resource decides how to give a pointer */
-    p = mr_allocate(&k.base, 0, 1);
+    p = mr_allocate(&u->base, 0, 1);
     assert_non_null(p);
-    assert_int_equal(k.last_size, 0);
-    assert_int_equal(k.last_align, 1);
-    mr_deallocate(&k.base, p, 0, 1);
+    assert_request(&u->log[2], MRT_ALLOCATE, 0, 1, p);
+    mr_deallocate(&u->base, p, 0, 1);
+    assert_int_equal(u->nlog, 4);
 }
 
 static void test_deallocate_null_is_noop(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    mr_deallocate(&u.base, NULL, 16, 16);
-    mr_deallocate(&u.base, NULL, 0, 1);
-    assert_int_equal(u.deallocations, 0);
+    mrt_upstream *u = *state;
+    mr_deallocate(&u->base, NULL, 16, 16);
+    mr_deallocate(&u->base, NULL, 0, 1);
+    assert_int_equal(u->deallocations, 0);
     mr_deallocate(mr_malloc_resource(), NULL, 16, 16);
     mr_deallocate(mr_null_resource(), NULL, 16, 16);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
 }
 
 /* ---- malloc resource ---- */
@@ -208,18 +192,14 @@ static void test_malloc_impossible_sizes(void **state)
     const size_t aligns[] = {1, 16, 64, 4096, (size_t)1 << 20};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         for (size_t j = 0; j < sizeof aligns / sizeof aligns[0]; j++) {
-            errno = 0;
-            assert_null(mr_allocate(m, sizes[i], aligns[j]));
-            assert_int_equal(errno, ENOMEM);
+            mrt_assert_fails(mr_allocate(m, sizes[i], aligns[j]), ENOMEM);
         }
     }
     /* Alignments that cannot be met (valid powers of two, so not EINVAL):
      * the resource refuses them itself, so this holds under ASan too. */
     const size_t huge_aligns[] = {(size_t)1 << 63, (size_t)1 << 62, (size_t)1 << 41};
     for (size_t j = 0; j < sizeof huge_aligns / sizeof huge_aligns[0]; j++) {
-        errno = 0;
-        assert_null(mr_allocate(m, 16, huge_aligns[j]));
-        assert_int_equal(errno, ENOMEM);
+        mrt_assert_fails(mr_allocate(m, 16, huge_aligns[j]), ENOMEM);
     }
 }
 
@@ -243,9 +223,7 @@ static void test_null_resource_always_fails(void **state)
     const size_t aligns[] = {1, 16, 4096};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         for (size_t j = 0; j < 3; j++) {
-            errno = 0;
-            assert_null(mr_allocate(n, sizes[i], aligns[j]));
-            assert_int_equal(errno, ENOMEM);
+            mrt_assert_fails(mr_allocate(n, sizes[i], aligns[j]), ENOMEM);
         }
     }
     mr_deallocate(n, NULL, 0, 1); /* no-op */
@@ -255,24 +233,23 @@ static void test_null_resource_always_fails(void **state)
 
 static void test_default_get_set_restore(void **state)
 {
-    (void)state;
-    mrt_upstream u, v;
-    mrt_upstream_init(&u);
+    mrt_upstream *u = *state;
+    mrt_upstream v;
     mrt_upstream_init(&v);
     mr_resource *m = mr_malloc_resource();
 
     assert_ptr_equal(mr_get_default_resource(), m);
-    assert_ptr_equal(mr_set_default_resource(&u.base), m);
-    assert_ptr_equal(mr_get_default_resource(), &u.base);
+    assert_ptr_equal(mr_set_default_resource(&u->base), m);
+    assert_ptr_equal(mr_get_default_resource(), &u->base);
 
     /* allocation through the default goes to the resource that was set */
     void *p = mr_allocate(mr_get_default_resource(), 40, 8);
     assert_non_null(p);
-    assert_int_equal(u.allocations, 1);
+    assert_int_equal(u->allocations, 1);
     mr_deallocate(mr_get_default_resource(), p, 40, 8);
-    assert_int_equal(u.deallocations, 1);
+    assert_int_equal(u->deallocations, 1);
 
-    assert_ptr_equal(mr_set_default_resource(&v.base), &u.base);
+    assert_ptr_equal(mr_set_default_resource(&v.base), &u->base);
     assert_ptr_equal(mr_get_default_resource(), &v.base);
     /* NULL restores malloc and returns the previous one */
     assert_ptr_equal(mr_set_default_resource(NULL), &v.base);
@@ -287,15 +264,11 @@ static void test_default_get_set_restore(void **state)
 
     /* the null resource as default: every default allocation fails */
     assert_ptr_equal(mr_set_default_resource(mr_null_resource()), m);
-    errno = 0;
-    assert_null(mr_allocate(mr_get_default_resource(), 1, 1));
-    assert_int_equal(errno, ENOMEM);
+    mrt_assert_fails(mr_allocate(mr_get_default_resource(), 1, 1), ENOMEM);
     assert_ptr_equal(mr_set_default_resource(NULL), mr_null_resource());
 
     assert_int_equal(v.calls, 0);
-    mrt_assert_balanced(&u);
     mrt_assert_balanced(&v);
-    mrt_upstream_fini(&u);
     mrt_upstream_fini(&v);
 }
 
@@ -328,7 +301,7 @@ static void *default_writer(void *arg)
 static void test_default_atomic_from_threads(void **state)
 {
     (void)state;
-    keyed k = {{&keyed_ops}, 7, 0, 0, 0, 0};
+    keyed k = {{&keyed_ops}, 7};
     thread_targets[0] = mr_malloc_resource();
     thread_targets[1] = &k.base;
     size_t bad[4] = {0, 0, 0, 0};
@@ -347,33 +320,32 @@ static void test_default_atomic_from_threads(void **state)
 
 static void test_is_equal(void **state)
 {
-    (void)state;
+    mrt_upstream *u = *state;
     mr_resource *m = mr_malloc_resource(), *n = mr_null_resource();
-    mrt_upstream u, v;
-    mrt_upstream_init(&u);
+    mrt_upstream v;
     mrt_upstream_init(&v);
 
     /* identity */
     assert_true(mr_is_equal(m, m));
     assert_true(mr_is_equal(n, n));
-    assert_true(mr_is_equal(&u.base, &u.base));
+    assert_true(mr_is_equal(&u->base, &u->base));
     /* different kinds */
     assert_false(mr_is_equal(m, n));
     assert_false(mr_is_equal(n, m));
-    assert_false(mr_is_equal(m, &u.base));
-    assert_false(mr_is_equal(&u.base, m));
+    assert_false(mr_is_equal(m, &u->base));
+    assert_false(mr_is_equal(&u->base, m));
     /* same kind, is_equal NULL: identity only */
-    assert_false(mr_is_equal(&u.base, &v.base));
-    assert_false(mr_is_equal(&v.base, &u.base));
+    assert_false(mr_is_equal(&u->base, &v.base));
+    assert_false(mr_is_equal(&v.base, &u->base));
     /* NULL operands */
     assert_false(mr_is_equal(m, NULL));
     assert_false(mr_is_equal(NULL, m));
 
     /* same kind with is_equal: it decides, both ways */
-    keyed a = {{&keyed_ops}, 1, 0, 0, 0, 0};
-    keyed b = {{&keyed_ops}, 1, 0, 0, 0, 0};
-    keyed c = {{&keyed_ops}, 2, 0, 0, 0, 0};
-    keyed d = {{&keyed_ops2}, 1, 0, 0, 0, 0};
+    keyed a = {{&keyed_ops}, 1};
+    keyed b = {{&keyed_ops}, 1};
+    keyed c = {{&keyed_ops}, 2};
+    keyed d = {{&keyed_ops2}, 1};
     assert_true(mr_is_equal(&a.base, &b.base));
     assert_true(mr_is_equal(&b.base, &a.base));
     assert_false(mr_is_equal(&a.base, &c.base));
@@ -383,7 +355,6 @@ static void test_is_equal(void **state)
     assert_false(mr_is_equal(&d.base, &a.base));
     assert_true(mr_is_equal(&d.base, &d.base));
 
-    mrt_upstream_fini(&u);
     mrt_upstream_fini(&v);
 }
 
@@ -391,58 +362,123 @@ static void test_is_equal(void **state)
 
 static void test_support_upstream(void **state)
 {
-    (void)state;
-    mrt_upstream u;
-    mrt_upstream_init(&u);
-    u.fail_at = 2;
-    void *p = mr_allocate(&u.base, 100, 64);
+    mrt_upstream *u = *state;
+    u->fail_at = 2;
+    void *p = mr_allocate(&u->base, 100, 64);
     assert_non_null(p);
     assert_aligned(p, 64);
-    assert_true(mrt_upstream_owns(&u, (char *)p + 99));
-    assert_false(mrt_upstream_owns(&u, (char *)p + 100));
-    errno = 0;
-    assert_null(mr_allocate(&u.base, 100, 64)); /* the 2nd call fails */
-    assert_int_equal(errno, ENOMEM);
-    void *q = mr_allocate(&u.base, 10, 16);
+    assert_true(mrt_upstream_owns(u, (char *)p + 99));
+    assert_false(mrt_upstream_owns(u, (char *)p + 100));
+    mrt_assert_fails(mr_allocate(&u->base, 100, 64), ENOMEM); /* the 2nd call fails */
+    void *q = mr_allocate(&u->base, 10, 16);
     assert_non_null(q);
-    assert_int_equal(u.calls, 3);
-    assert_int_equal(u.allocations, 2);
-    assert_int_equal(u.failures, 1);
-    assert_int_equal(u.bytes, 110);
-    assert_int_equal(u.peak_bytes, 110);
-    mr_deallocate(&u.base, p, 100, 64);
-    mr_deallocate(&u.base, q, 10, 16);
-    mrt_assert_balanced(&u);
+    assert_int_equal(u->calls, 3);
+    assert_int_equal(u->allocations, 2);
+    assert_int_equal(u->failures, 1);
+    assert_int_equal(u->bytes, 110);
+    assert_int_equal(u->peak_bytes, 110);
+    mr_deallocate(&u->base, p, 100, 64);
+    mr_deallocate(&u->base, q, 10, 16);
+    mrt_assert_balanced(u);
 
-    u.fail_at = 0;
-    u.limit = 100;
-    errno = 0;
-    assert_null(mr_allocate(&u.base, 101, 1));
-    assert_int_equal(errno, ENOMEM);
-    p = mr_allocate(&u.base, 100, 1);
+    u->fail_at = 0;
+    u->limit = 100;
+    mrt_assert_fails(mr_allocate(&u->base, 101, 1), ENOMEM);
+    p = mr_allocate(&u->base, 100, 1);
     assert_non_null(p);
-    mr_deallocate(&u.base, p, 100, 1);
-    mrt_assert_balanced(&u);
-    mrt_upstream_fini(&u);
+    mr_deallocate(&u->base, p, 100, 1);
+}
+
+static void test_support_request_log(void **state)
+{
+    mrt_upstream *u = *state;
+    void *before = mr_allocate(&u->base, 8, 8); /* not logged */
+    u->log_requests = true;
+    u->fail_at = 3;
+    void *p = mr_allocate(&u->base, 100, 64);
+    errno = 0;
+    assert_null(mr_allocate(&u->base, 7, 4096)); /* the 3rd call fails */
+    mr_deallocate(&u->base, p, 100, 64);
+    assert_int_equal(u->nlog, 3);
+    assert_request(&u->log[0], MRT_ALLOCATE, 100, 64, p);
+    assert_int_equal(u->log[1].op, MRT_ALLOCATE);
+    assert_int_equal(u->log[1].size, 7);
+    assert_int_equal(u->log[1].align, 4096);
+    assert_null(u->log[1].p);
+    assert_false(u->log[1].ok);
+    assert_request(&u->log[2], MRT_DEALLOCATE, 100, 64, p);
+    /* allocate requests by call index, as u->calls counts them */
+    assert_ptr_equal(mrt_upstream_request(u, 1), &u->log[0]);
+    assert_ptr_equal(mrt_upstream_request(u, 2), &u->log[1]);
+    assert_int_equal(u->injected, 1);
+    assert_int_equal(u->failures, 1);
+    mr_deallocate(&u->base, before, 8, 8);
+
+    /* a deallocate that names no live block is logged as not ok */
+    mrt_upstream v;
+    mrt_upstream_init(&v);
+    v.log_requests = true;
+    int x;
+    fprintf(stderr, "# the next mrt_upstream complaint is expected:\n");
+    mr_deallocate(&v.base, &x, sizeof x, alignof(int));
+    assert_int_equal(v.bad_deallocations, 1);
+    assert_int_equal(v.nlog, 1);
+    assert_false(v.log[0].ok);
+    assert_ptr_equal(v.log[0].p, &x);
+    mrt_upstream_fini(&v);
+}
+
+/* Five allocate requests, each retried once after a failure. */
+static bool five_requests(mrt_upstream *u, void *ctx)
+{
+    size_t *runs = ctx;
+    ++*runs;
+    void *p[5] = {0};
+    bool failed = false;
+    for (size_t i = 0; i < 5; i++) {
+        errno = 0;
+        p[i] = mr_allocate(&u->base, 16 * (i + 1), 16);
+        if (p[i] == NULL) {
+            assert_int_equal(errno, ENOMEM);
+            failed = true;
+            p[i] = mr_allocate(&u->base, 16 * (i + 1), 16); /* NULL again with MRT_FAIL_FROM */
+        }
+    }
+    for (size_t i = 0; i < 5; i++)
+        mr_deallocate(&u->base, p[i], 16 * (i + 1), 16);
+    return failed;
+}
+
+static void test_support_fault_sweep(void **state)
+{
+    (void)state;
+    size_t runs = 0;
+    assert_int_equal(mrt_fault_sweep("support", five_requests, &runs, MRT_FAIL_ONCE, 5), 5);
+    assert_int_equal(runs, 6); /* N = 1..5 fail, N = 6 runs clean */
+    runs = 0;
+    assert_int_equal(mrt_fault_sweep("support", five_requests, &runs, MRT_FAIL_FROM, 5), 5);
+    assert_int_equal(runs, 6);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_alignment_never_reaches_resource),
+        mrt_unit_test(test_bad_alignment_never_reaches_resource),
         cmocka_unit_test(test_bad_alignment_builtin_resources),
-        cmocka_unit_test(test_args_passed_through),
-        cmocka_unit_test(test_deallocate_null_is_noop),
+        mrt_unit_test(test_args_passed_through),
+        mrt_unit_test(test_deallocate_null_is_noop),
         cmocka_unit_test(test_malloc_is_default_and_stable),
         cmocka_unit_test(test_malloc_every_alignment),
         cmocka_unit_test(test_malloc_many_live_distinct),
         cmocka_unit_test(test_malloc_size_zero),
         cmocka_unit_test(test_malloc_impossible_sizes),
         cmocka_unit_test(test_null_resource_always_fails),
-        cmocka_unit_test(test_default_get_set_restore),
+        mrt_unit_test(test_default_get_set_restore),
         cmocka_unit_test(test_default_atomic_from_threads),
-        cmocka_unit_test(test_is_equal),
-        cmocka_unit_test(test_support_upstream),
+        mrt_unit_test(test_is_equal),
+        mrt_unit_test(test_support_upstream),
+        mrt_unit_test(test_support_request_log),
+        cmocka_unit_test(test_support_fault_sweep),
     };
     return cmocka_run_group_tests_name("resource", tests, NULL, NULL);
 }
