@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/bench.h -- the interface between the benchmark harness (main.c,
  * registry.c, run.c, report.c) and the scenarios (bench/sc_*.c and
  * bench/sc_*.cpp files).

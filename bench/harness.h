@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/harness.h -- what the files of the harness share: the options, the
  * registry of scenarios and malloc implementations, the rows of the plan and
  * their results.  main.c reads the options and runs the plan, registry.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/main.c -- memres-bench: the command line and the plan.
  *
  * What it does.  Every scenario (a workload, bench/sc_*.c) has variants (one

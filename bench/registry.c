@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/registry.c -- what the benchmark can run: the scenario tables of
  * the sc_*.c and sc_*.cpp files, grouped by scenario, and the malloc
  * implementations that BENCH_MALLOC variants run under (glibc, and the

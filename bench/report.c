@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/report.c -- the results as people and programs read them: the
  * machine and build header, a table per scenario (stdout), --json FILE
  * (every row with all its runs) and --plot FILE.svg (a hand-written SVG bar

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/run.c -- running one row: every run in a fresh process.
  *
  * The parent forks and execs this very program with the hidden option

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_binary_trees.c -- binary-trees, the Benchmarks Game program, with
  * one variant per way of allocating the nodes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_binary_trees.h -- the binary-trees workload, shared by the C
  * variants (sc_binary_trees.c) and the std::pmr variants
  * (sc_binary_trees_pmr.cpp).

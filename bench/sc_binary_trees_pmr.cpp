@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // bench/sc_binary_trees_pmr.cpp -- binary-trees over libstdc++'s std::pmr
 // resources: the same program (bt_run in sc_binary_trees.c) and the same tree
 // code, with the allocation done by a std::pmr::memory_resource called through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_churn.c -- scenario "churn": mixed-size allocation churn.
  *
  * A table of 100 000 slots.  Each step picks a slot with a seeded generator;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_churn_pmr.cpp -- the std::pmr variants of scenario "churn".
  *
  * The step loop of sc_churn.c written once more in C++ so that the pool

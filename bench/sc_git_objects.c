@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_git_objects.c -- scenario "git-objects": a git-like object store.
  *
  * git allocates its parsed objects (blob, tree, commit, tag structs) from

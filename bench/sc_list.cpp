@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_list.cpp -- scenario "list": the cppreference example of
  * std::pmr::monotonic_buffer_resource.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_request.c -- request: a server-style loop.
  *
  * Each request makes 50..500 allocations of 16 B..4 KiB (log-uniform: an

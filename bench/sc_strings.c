@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sc_strings.c -- strings: copy 1M words, use them, drop them all;
  * repeated for several rounds.
  *

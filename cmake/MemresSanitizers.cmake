@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # MEMRES_SANITIZE=address -> ASan + UBSan (no recovery: any report fails the test)
 # MEMRES_SANITIZE=thread  -> TSan
 set(MEMRES_SANITIZE_FLAGS "")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # One curated warning list for every target we build (library, tests, examples, bench).
 set(MEMRES_C_WARNINGS
   -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* examples/parse_records.c -- a line-oriented "key=value" parser whose records
  * live in an arena, one batch at a time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* examples/stack_arena.c -- an arena over a buffer on the stack, with the null
  * resource as its upstream: it never touches the heap.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/bench.sh -- the benchmark suite in one command, on a fresh Debian 12
 # machine (as root, or a user with sudo):
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite, from a fresh Debian 12 machine:
 #   installs the build and test dependencies (apt-get; sudo when not root),
 #   then builds and runs every CTest test in three build configurations and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/arena.c -- monotonic (bump) arena with marks, rewind, reset, cleanups.
  *
  * What it is for: many small objects that die together -- a parse tree, a

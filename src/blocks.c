@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/blocks.c -- the caching block pool (GCC's memory-block-pool, APR's
  * allocator with max_free) and the process-wide shared pool.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/check.c -- where every failed check of memres is reported (the tiers
  * and macros are in internal.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/internal.h -- what every memres source file shares and users never see:
  * the check tiers, alignment and overflow arithmetic, container-of.
  *

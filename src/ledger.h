@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/ledger.h -- upstream accounting, kept once for every allocator
  * (PostgreSQL keeps it in the MemoryContextData every context embeds).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/objpool.c -- a pool of fixed-size objects with an intrusive free list.
  *
  * What it is for: very many objects of one type whose lifetimes are

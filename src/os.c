@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/os.c -- the page source and every other fact memres takes from the OS.
  *
  * This is the only file with mmap/munmap/madvise/sysconf and platform

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/os.h -- what os.c, the only file with platform code, offers the
  * allocators: page-granular mappings and advice.  Everything here works in
  * whole pages (mri_os_page_size(), declared in internal.h) and never

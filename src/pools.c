@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/pools.c -- size-class pools (std::pmr::unsynchronized_pool_resource,
  * PostgreSQL's AllocSet).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/resource.c -- the polymorphic resource interface and the resources that
  * need no state: malloc, null, and the process-wide default.
  *

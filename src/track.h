@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* src/track.h -- the ONLY place that knows about AddressSanitizer (and any
  * other memory checker): poisoning of memory an allocator holds but has not
  * handed out, so that use after free, reset or rewind is reported.

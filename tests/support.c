@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/support.c -- the checking upstream, its fixtures and the fault sweep
  * (see support.h). */
 #include "support.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/support.h -- what every test stacks under the allocators.
  *
  * mrt_upstream is a checking upstream: it serves from malloc, records every

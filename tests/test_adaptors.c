@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_adaptors.c -- the adaptors of adaptors.h: counting, limiting,
  * failing and tracking, each clause of their contracts with exact figures,
  * bad input (NULL + errno, nothing allocated), the violations tracking
@@ -37,8 +38,8 @@ enum { MAX_SEEN = 16 };
 
 typedef struct fixture {
     mrt_upstream u;
-    size_t nseen;                 /* violations reported */
-    char what[MAX_SEEN][256];     /* copies: the messages live only during the call */
+    size_t nseen;             /* violations reported */
+    char what[MAX_SEEN][256]; /* copies: the messages live only during the call */
     const void *ptr[MAX_SEEN];
 } fixture;
 
@@ -769,8 +770,8 @@ static void test_tracking_alignment_mismatch(void **state)
     void *a = mr_allocate(r, 24, 64);
     mr_deallocate(r, a, 24, 8);
     assert_int_equal(fx->nseen, 1);
-    assert_string_equal(fx->what[0],
-                        "mr_tracking: alignment mismatch: deallocate with align 8, allocation #1 has align 64 (24 bytes)");
+    assert_string_equal(
+        fx->what[0], "mr_tracking: alignment mismatch: deallocate with align 8, allocation #1 has align 64 (24 bytes)");
     assert_ptr_equal(fx->ptr[0], a);
     mr_deallocate(r, a, 16, 32);
     assert_int_equal(fx->nseen, 2);
@@ -1088,8 +1089,8 @@ static size_t sweep_stack(fixture *fx, bool persistent)
     for (n = 1; n < 10000; n++) {
         mrt_upstream u;
         mrt_upstream_init(&u);
-        mr_failing *f = mr_failing_create(&(mr_failing_options){.upstream = &u.base, .fail_at = n,
-                                                                .persistent = persistent});
+        mr_failing *f =
+            mr_failing_create(&(mr_failing_options){.upstream = &u.base, .fail_at = n, .persistent = persistent});
         mr_tracking *t = mr_tracking_create(mr_failing_resource(f));
         assert_non_null(f);
         assert_non_null(t);

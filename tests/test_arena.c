@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_arena.c -- the arena (memres/arena.h), clause by clause.
  *
  * Every test stacks the arena on mrt_upstream (tests/support.h), a checking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_blocks.c -- the page source and the caching block pool
  * (memres/blocks.h), single-threaded clauses.  The shared pool under
  * several threads is tests/test_blocks_threads.c.

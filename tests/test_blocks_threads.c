@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_blocks_threads.c -- the block pools under several threads.
  * Built and run under TSan in CI (MEMRES_SANITIZE=thread).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_bridge.cpp -- the C++17 std::pmr bridge (memres/memres.hpp).
  *
  * Both directions: std::pmr containers over memres resources

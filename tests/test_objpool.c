@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_objpool.c -- the object pool: every clause of objpool.h, bad
  * input, reuse without upstream traffic, LIFO reuse, alignment 1..4096, the
  * memory overhead bound, a fault sweep, a seeded stress test against a

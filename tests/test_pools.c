@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_pools.c -- size-class pools (memres/pools.h).
  *
  * Every clause of the header's contract: class rounding (bounded waste for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_reliability.c -- regression tests for the defects an outside
  * attack on memres found (issue 8), each failing before its fix, and for
  * the violation handler they report through.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/test_resource.c -- the resource interface (memres/resource.h).
  *
  * Every clause of the header's contract: alignment validation before

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench/rust/build.sh -- build the Rust binary-trees peer (bumpalo + rayon)
 # offline, in release mode, from the crate sources Debian ships under
 # /usr/share/cargo/registry (packages librust-bumpalo-dev, librust-rayon-dev).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/arena.h -- monotonic (bump) allocation with marks, rewind, reset and
  * cleanups.
  *

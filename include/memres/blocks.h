@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/blocks.h -- the caching block pool (the page source under it is
  * memres/pages.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/config.h -- the compiler stance of memres, in one place: the
  * version, symbol visibility, branch hints and the few GNU builtins the
  * public inline functions use, each with a portable fallback.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/memres.h -- the umbrella header: every C header of memres, and the
  * version (from memres/config.h).  Link with -lmemres (pkg-config memres, or
  * CMake memres::memres). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/memres.hpp -- the C++17 bridge between memres and std::pmr.
  * Header-only; link with memres as for C.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/objpool.h -- a pool of fixed-size objects (git's alloc.c, GCC's
  * object_allocator): the fastest way to make and drop many objects of one
  * type.

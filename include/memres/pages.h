@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/pages.h -- the OS page source: the bottom layer of memres.
  *
  * mr_page_resource() is an mr_resource straight over the OS (mmap/munmap):

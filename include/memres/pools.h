@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/pools.h -- size-class pools: many sizes, freed one by one, fast
  * (std::pmr::unsynchronized_pool_resource, PostgreSQL's AllocSet).
  *

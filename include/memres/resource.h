@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memres/resource.h -- the polymorphic memory resource interface.
  *
  * An mr_resource is anything that can allocate and deallocate memory with a

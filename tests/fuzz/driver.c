@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/fuzz/driver.c -- runs the fuzz target without libFuzzer: each file
  * argument is one input; with no arguments, N seeded random inputs (the seed
  * is printed; MEMRES_TEST_SEED replays, MEMRES_FUZZ_RUNS sets N). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/fuzz/fuzz_ops.c -- an op-sequence fuzz target over the arena, the
  * object pool and the size-class pools, stacked on a checking upstream that
  * fails a request chosen by the input.

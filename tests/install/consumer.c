@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/install/consumer.c -- a program that uses memres the way an outside
  * project does: only the installed headers and library, found through the
  * CMake package or through pkg-config.  Exits 0 when the library works. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/install/run.sh SOURCE_DIR SCRATCH_DIR
 #
 # Installs memres from SOURCE_DIR into a scratch prefix and builds a small
