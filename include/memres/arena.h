@@ -59,7 +59,7 @@ typedef struct mr_arena_options {
 #define MR_ARENA_ALIGN ((size_t)_Alignof(max_align_t))
 #ifdef __cplusplus
 #  undef MR_ARENA_ALIGN
-#  define MR_ARENA_ALIGN ((size_t)alignof(std::max_align_t))
+#  define MR_ARENA_ALIGN ((size_t)alignof(max_align_t))
 #endif
 
 /* A position in an arena, from mr_arena_save.  A small value type: copy it,

@@ -12,5 +12,6 @@
 #include "memres/objpool.h"
 #include "memres/pools.h"
 #include "memres/blocks.h"
+#include "memres/adaptors.h"
 
 #endif /* MEMRES_MEMRES_H */
