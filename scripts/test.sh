@@ -2,15 +2,19 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite, from a fresh Debian 12 machine:
 #   installs the build and test dependencies (apt-get; sudo when not root),
-#   then builds and runs every CTest test in three build configurations and
-#   runs the fuzzer in a fourth:
+#   then builds and runs every CTest test in three build configurations,
+#   the tests again under Valgrind in a fourth, and the fuzzer in a fifth:
 #     release  -O2, warnings as errors
 #     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check)
 #     tsan     ThreadSanitizer: every test but the single-threaded fuzz driver
 #              (TSan makes it ~80x slower and it has no threads to check)
+#     valgrind -O2 with MEMRES_VALGRIND=ON: every C test under memcheck (zero
+#              errors, no definite leak; stress scaled to 5%), and negative
+#              tests that pass only when memcheck reports a use after
+#              rewind/reset/free/put
 #     fuzz     clang + libFuzzer + ASan: the op-sequence target, coverage-guided,
 #              for MEMRES_FUZZ_SECONDS (default 60) from an empty corpus
-# Usage: scripts/test.sh [release|asan|tsan|fuzz ...]   (default: all four)
+# Usage: scripts/test.sh [release|asan|tsan|valgrind|fuzz ...]   (default: all five)
 # MEMRES_SKIP_APT=1 skips the package step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,18 +25,19 @@ if [ "${MEMRES_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null; then
   echo "== installing build and test dependencies (apt-get)"
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    cmake make gcc g++ clang libclang-rt-14-dev pkg-config libcmocka-dev >/dev/null
+    cmake make gcc g++ clang libclang-rt-14-dev pkg-config libcmocka-dev valgrind >/dev/null
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 configs=("$@")
-if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan fuzz); fi
+if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan valgrind fuzz); fi
 
 for cfg in "${configs[@]}"; do
   case $cfg in
     release) flags=(-DCMAKE_BUILD_TYPE=Release); select=() ;;
     asan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=address -DMEMRES_DEBUG=3); select=() ;;
     tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread); select=(-E '^fuzz_ops$') ;;
+    valgrind) flags=(-DCMAKE_BUILD_TYPE=Release -DMEMRES_VALGRIND=ON -DMEMRES_BUILD_EXAMPLES=OFF); select=(-L valgrind) ;;
     fuzz)
       dir=build-test-fuzz
       echo "== fuzz: libFuzzer + ASan (clang) in $dir, ${MEMRES_FUZZ_SECONDS:-60} s"
@@ -52,7 +57,7 @@ for cfg in "${configs[@]}"; do
       grep -E "^Done|^stat::number_of_executed_units" "$dir/fuzz.log" || true
       echo "fuzz: 1 passed, 0 failed"
       continue ;;
-    *) echo "unknown configuration '$cfg' (release, asan, tsan, fuzz)" >&2; exit 2 ;;
+    *) echo "unknown configuration '$cfg' (release, asan, tsan, valgrind, fuzz)" >&2; exit 2 ;;
   esac
   dir=build-test-$cfg
   echo "== $cfg: configure, build, test in $dir"

@@ -3,8 +3,9 @@
  * other memory checker): poisoning of memory an allocator holds but has not
  * handed out, so that use after free, reset or rewind is reported.
  *
- * In a build with ASan (MR_SANITIZED from resource.h), the inline fast paths
- * of the public headers call out of line, and the library poisons:
+ * In a build with ASan (MR_SANITIZED from memres/config.h) or for Valgrind
+ * (MR_VALGRIND), the inline fast paths of the public headers call out of
+ * line (MR_CHECKED), and the library poisons:
  *   - the free tail of every block it holds,
  *   - objects on free lists (except the link word the list needs, which is
  *     unpoisoned only while the allocator reads or writes it),
@@ -28,6 +29,18 @@
 #    define mri_track_poison(p, n)   ASAN_POISON_MEMORY_REGION((const void *)(p), (size_t)(n))
 #    define mri_track_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION((const void *)(p), (size_t)(n))
 #  endif
+#endif
+
+#if !defined(MRI_TRACKING) && MR_VALGRIND
+/* Valgrind memcheck: memory we hold but have not handed out is NOACCESS;
+ * handed out, or read by us (a link word), it is DEFINED (its contents are
+ * the caller's or ours, never uninitialised garbage to warn about).  The
+ * requests are no-ops costing a few instructions outside Valgrind, and the
+ * loops that exist only to mark memory run only under it. */
+#  include <valgrind/memcheck.h>
+#  define MRI_TRACKING (RUNNING_ON_VALGRIND != 0)
+#  define mri_track_poison(p, n)   ((void)VALGRIND_MAKE_MEM_NOACCESS((const void *)(p), (size_t)(n)))
+#  define mri_track_unpoison(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((const void *)(p), (size_t)(n)))
 #endif
 
 #ifndef MRI_TRACKING

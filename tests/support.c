@@ -223,3 +223,13 @@ uint64_t mrt_seed(uint64_t def)
     printf("# seed %" PRIu64 " (set MEMRES_TEST_SEED to replay)\n", seed);
     return seed;
 }
+
+size_t mrt_scaled(size_t n)
+{
+    const char *e = getenv("MEMRES_TEST_SCALE");
+    unsigned long pct = e != NULL ? strtoul(e, NULL, 10) : 100;
+    if (pct == 0 || pct > 100)
+        pct = 100;
+    size_t r = n / 100 * pct + n % 100 * pct / 100;
+    return r != 0 ? r : 1;
+}

@@ -28,6 +28,17 @@
 
 #include "memres/memres.h"
 
+/* The library's check tier (src/internal.h): MEMRES_DEBUG when the build
+ * sets it (tests/CMakeLists.txt passes it on), else 1 without NDEBUG.  What
+ * misuse the library reports to the violation handler depends on it. */
+#ifndef MR_DEBUG
+#  ifdef NDEBUG
+#    define MR_DEBUG 0
+#  else
+#    define MR_DEBUG 1
+#  endif
+#endif
+
 typedef struct mrt_block {
     void  *p;
     size_t size, align;
@@ -171,5 +182,9 @@ static inline uint64_t mrt_rand(uint64_t *state)
 /* Seed from MEMRES_TEST_SEED or the given default; printed so a failure can
  * be replayed. */
 uint64_t mrt_seed(uint64_t def);
+
+/* n scaled by MEMRES_TEST_SCALE percent (default 100), at least 1: lets a
+ * slow checker (the Valgrind run) do fewer iterations of a seeded stress. */
+size_t mrt_scaled(size_t n);
 
 #endif

@@ -21,16 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The library's check tier (the test programs are built with the library's
- * build type): counting, limiting and failing report deallocate misuse only
- * when MR_DEBUG >= 1; tracking reports in every build. */
-#ifndef MR_DEBUG
-#  ifdef NDEBUG
-#    define MR_DEBUG 0
-#  else
-#    define MR_DEBUG 1
-#  endif
-#endif
+/* Counting, limiting and failing report deallocate misuse only when the
+ * library's MR_DEBUG >= 1 (support.h); tracking reports in every build. */
 
 /* ---- fixture: an upstream and a recording violation handler ---- */
 

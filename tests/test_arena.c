@@ -1018,12 +1018,15 @@ static void test_sprintf_failure(void **state)
     big[sizeof big - 1] = '\0';
     mrt_assert_fails(mr_arena_sprintf(a, "%s", big), ENOMEM);
     assert_unchanged(a, NULL, &before);
-    /* more than INT_MAX characters: vsnprintf fails (EOVERFLOW) */
-    errno = 0;
-    volatile int width = INT_MAX; /* hidden from the compiler's format check */
-    assert_null(mr_arena_sprintf(a, "%*s%s", width, "", "x"));
-    assert_true(errno != 0);
-    assert_unchanged(a, NULL, &before);
+    /* more than INT_MAX characters: vsnprintf fails (EOVERFLOW) -- after
+     * formatting 2 GiB of padding, which a scaled-down run (Valgrind) skips */
+    if (mrt_scaled(100) == 100) {
+        errno = 0;
+        volatile int width = INT_MAX; /* hidden from the compiler's format check */
+        assert_null(mr_arena_sprintf(a, "%*s%s", width, "", "x"));
+        assert_true(errno != 0);
+        assert_unchanged(a, NULL, &before);
+    }
     assert_ptr_equal(probe(a), next);
     assert_string_equal(s0, "1");
     char *s = mr_arena_sprintf(a, "%s", "ok");
@@ -2339,9 +2342,9 @@ static void test_stress(void **state)
 {
     mrt_upstream *u = *state;
     uint64_t seed = mrt_seed(20240601);
-    stress(u, seed, false, 20000);
+    stress(u, seed, false, mrt_scaled(20000));
     mrt_upstream_restart(u);
-    stress(u, seed + 1, true, 20000);
+    stress(u, seed + 1, true, mrt_scaled(20000));
 }
 
 int main(void)

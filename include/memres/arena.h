@@ -122,7 +122,7 @@ struct mri_arena_hot {
  * size). */
 static inline void *mr_arena_alloc(mr_arena *a, size_t size)
 {
-#if !MR_SANITIZED
+#if !MR_CHECKED
     struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
     if (MR_LIKELY(size <= MRI_ARENA_INLINE_MAX)) {
         uintptr_t p = h->ptr;
@@ -206,7 +206,7 @@ MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m);
  * a use of the freed part. */
 static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
 {
-#if !MR_SANITIZED
+#if !MR_CHECKED
     struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
     if (MR_LIKELY(m.mri_block == (void *)h->cur && m.mri_block != NULL && m.mri_big == (void *)h->big &&
                   m.mri_cleanups == (void *)h->cleanups && m.mri_ptr <= h->ptr)) {
@@ -236,7 +236,7 @@ static inline bool mri_arena_is_newest(const mr_arena *a, const void *p, size_t 
 MR_API void mri_arena_free_newest_slow(mr_arena *a, void *p, size_t size);
 static inline void mri_arena_free_newest(mr_arena *a, void *p, size_t size)
 {
-#if !MR_SANITIZED
+#if !MR_CHECKED
     if (mri_arena_is_newest(a, p, size))
         ((struct mri_arena_hot *)(void *)a)->ptr = (uintptr_t)p;
 #else

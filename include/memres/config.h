@@ -90,4 +90,18 @@ static inline int mri_clzll_fallback(unsigned long long x)
 #  define MR_SANITIZED 0
 #endif
 
+/* MR_VALGRIND is 1 in a library built with -DMEMRES_VALGRIND=ON and in
+ * everything built against it (the CMake targets and memres.pc carry
+ * -DMR_VALGRIND=1): the library then marks memory for Valgrind's memcheck
+ * as it poisons it for ASan, so memcheck reports use after rewind, reset,
+ * free or put.  The marks cost a few instructions when not running under
+ * Valgrind. */
+#ifndef MR_VALGRIND
+#  define MR_VALGRIND 0
+#endif
+
+/* MR_CHECKED: the inline fast paths call out of line, so that the library
+ * can mark each object for the memory checker in use. */
+#define MR_CHECKED (MR_SANITIZED || MR_VALGRIND)
+
 #endif /* MEMRES_CONFIG_H */

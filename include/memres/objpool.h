@@ -27,7 +27,8 @@
  * mr_stats (peak_held, upstream_*) may record what it tried.
  *
  * Sanitizers: when this header is compiled with AddressSanitizer
- * (MR_SANITIZED), alloc and free call out of line so that the library (built
+ * (MR_SANITIZED) or against a library built for Valgrind (MR_VALGRIND;
+ * MR_CHECKED covers both), alloc and free call out of line so that the library (built
  * with ASan too) poisons free objects: use after free or reset is reported.
  * Build the library and its users the same way.
  */
@@ -96,7 +97,7 @@ struct mri_objpool_hot {
  * Common case inline, no call: pop the free list, else bump in the block. */
 static inline void *mr_objpool_alloc(mr_objpool *p)
 {
-#if !MR_SANITIZED
+#if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
     void *obj = h->free;
     if (MR_LIKELY(obj != NULL)) {
@@ -124,7 +125,7 @@ static inline void *mr_objpool_alloc(mr_objpool *p)
  * finds it; ASan builds report the use after free that follows). */
 static inline void mr_objpool_free(mr_objpool *p, void *obj)
 {
-#if !MR_SANITIZED
+#if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
     if (MR_LIKELY(obj != NULL)) {
         memcpy(obj, &h->free, sizeof h->free);

@@ -45,7 +45,8 @@
  * or not a power of two, bad options) and leaves the pool exactly as it was.
  *
  * Sanitizers: when this header is compiled with AddressSanitizer
- * (MR_SANITIZED), alloc and free call out of line so that the library (built
+ * (MR_SANITIZED) or against a library built for Valgrind (MR_VALGRIND;
+ * MR_CHECKED covers both), alloc and free call out of line so that the library (built
  * with ASan too) poisons free blocks and the slack after each request inside
  * its block: use after free or reset, and overflow into the class rounding,
  * are reported.  Build the library and its users the same way.
@@ -143,7 +144,7 @@ static inline size_t mri_pools_class_of(size_t x)
  * Common case inline, no call: class lookup, pop the free list, else bump. */
 static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
 {
-#if !MR_SANITIZED
+#if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     if (MR_LIKELY(size - 1 < h->pool_max && align - 1 < 16 && (align & (align - 1)) == 0)) {
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
@@ -175,7 +176,7 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
  * use after free that follows). */
 static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t align)
 {
-#if !MR_SANITIZED
+#if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     if (MR_LIKELY(ptr != NULL && size - 1 < h->pool_max && align - 1 < 16 && (align & (align - 1)) == 0)) {
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
