@@ -5,8 +5,9 @@
 #   then builds and runs every CTest test in three build configurations,
 #   the tests again under Valgrind in a fourth, and the fuzzer in a fifth:
 #     release  -O2, warnings as errors
-#     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check)
-#     tsan     ThreadSanitizer: every test but the single-threaded fuzz driver
+#     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check),
+#              hardened free lists (MEMRES_HARDEN=ON)
+#     tsan     ThreadSanitizer, hardened free lists (inline paths included): every test but the single-threaded fuzz driver
 #              (TSan makes it ~80x slower and it has no threads to check)
 #     valgrind -O2 with MEMRES_VALGRIND=ON: every C test under memcheck (zero
 #              errors, no definite leak; stress scaled to 5%), and negative
@@ -35,8 +36,8 @@ if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan valgrind fuzz); fi
 for cfg in "${configs[@]}"; do
   case $cfg in
     release) flags=(-DCMAKE_BUILD_TYPE=Release); select=() ;;
-    asan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=address -DMEMRES_DEBUG=3); select=() ;;
-    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread); select=(-E '^fuzz_ops$') ;;
+    asan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=address -DMEMRES_DEBUG=3 -DMEMRES_HARDEN=ON); select=() ;;
+    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread -DMEMRES_HARDEN=ON); select=(-E '^fuzz_ops$') ;;
     valgrind) flags=(-DCMAKE_BUILD_TYPE=Release -DMEMRES_VALGRIND=ON -DMEMRES_BUILD_EXAMPLES=OFF); select=(-L valgrind) ;;
     fuzz)
       dir=build-test-fuzz

@@ -159,7 +159,7 @@ static void *pop_free_locked(mr_blocks *b)
     void *f = b->free;
     if (f == NULL)
         return NULL;
-    b->free = mri_link_get(f);
+    b->free = mri_link_get(f, 0);
     b->nfree--;
     return f;
 }
@@ -168,7 +168,7 @@ static void *pop_free_locked(mr_blocks *b)
 static void push_free_locked(mr_blocks *b, void *p)
 {
     MR_ASSERT_INTERNAL(is_locked(b) && b->nfree < b->nheld);
-    mri_link_set(p, b->free);
+    mri_link_set(p, b->free, 0);
     b->free = p;
     b->nfree++;
     mri_track_poison(p, b->block_size);
@@ -203,7 +203,7 @@ static void *take_block_locked(mr_blocks *b)
  * debug builds only. */
 static bool on_free_list_locked(mr_blocks *b, const void *block)
 {
-    for (const void *f = b->free; f != NULL; f = mri_link_get(f))
+    for (const void *f = b->free; f != NULL; f = mri_link_get(f, 0))
         if (f == block)
             return true;
     return false;
@@ -559,7 +559,7 @@ static bool check_locked(const mr_blocks *b)
     CHECK(mri_is_pow2(b->block_size) && b->upstream != NULL && b->block_source != NULL,
           "block size %zu, upstream %p", b->block_size, (const void *)b->upstream);
     size_t n = 0;
-    for (const void *f = b->free; f != NULL; f = mri_link_get(f)) {
+    for (const void *f = b->free; f != NULL; f = mri_link_get(f, 0)) {
         CHECK(n < b->nfree, "free list longer than the %zu counted (cycle?)", b->nfree);
         CHECK(((uintptr_t)f & (b->block_size - 1)) == 0, "free block %p not aligned to %zu", f, b->block_size);
         n++;

@@ -140,4 +140,8 @@ static inline void *mri_fail(int err)
 /* The OS page size (os.c, the only file with platform #ifdefs). */
 size_t mri_os_page_size(void);
 
+/* A fresh random word (os.c): a process secret from the OS, drawn once,
+ * stirred with a counter.  For free-list keys; not for cryptography. */
+uintptr_t mri_os_random(void);
+
 #endif /* MEMRES_INTERNAL_H */

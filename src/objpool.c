@@ -206,6 +206,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     memset(p, 0, sizeof *p);
     p->ledger = ledger;
     p->hot.size = size;
+    p->hot.key = mri_os_random();
     p->resource.ops = &view_ops;
     p->upstream = up;
     p->per_block = per_block;
@@ -232,7 +233,7 @@ MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p)
     struct mri_objpool_hot *h = &p->hot;
     void *obj = h->free;
     if (obj != NULL) { /* only callers built with ASan come here with a free object */
-        h->free = mri_link_get(obj);
+        h->free = mri_link_get(obj, h->key);
     } else {
         if (h->ptr == h->end && MR_UNLIKELY(!next_block(p)))
             return NULL; /* errno = ENOMEM, nothing changed */
@@ -254,7 +255,7 @@ MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
     struct mri_objpool_hot *h = &p->hot;
     /* A live object is unpoisoned; writing the link into one already freed
      * (double free, free after reset) is what ASan reports here. */
-    memcpy(obj, &h->free, LINK);
+    mri_link_store(obj, h->free, h->key);
     h->free = obj;
     h->frees++;
     mri_track_poison(obj, h->size);
@@ -350,7 +351,7 @@ static bool check_free_list(const mr_objpool *p, const uintptr_t *sorted, uintpt
 {
     const struct mri_objpool_hot *h = &p->hot;
     size_t nfree = 0;
-    for (const void *o = h->free; o != NULL; o = mri_link_get(o)) {
+    for (const void *o = h->free; o != NULL; o = mri_link_get(o, h->key)) {
         uintptr_t q = (uintptr_t)o;
         uintptr_t b = block_of(q, sorted, (void *const *)p->blocks, p->used, p->block_bytes);
         CHECK(b != 0, "free object %p (#%zu on the list) is in no carved block", o, nfree);

@@ -30,8 +30,14 @@
  * Not supported: platforms without mmap (Windows would need VirtualAlloc
  * here); partial deallocation; committing or decommitting inside a region.
  */
+#include <stdatomic.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__linux__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 25)
+#  include <sys/random.h>
+#  define HAVE_GETRANDOM 1
+#endif
 
 #include "memres/pages.h"
 #include "os.h"
@@ -50,6 +56,46 @@ size_t mri_os_page_size(void)
         __atomic_store_n(&cached, ps, __ATOMIC_RELAXED);
     }
     return ps;
+}
+
+/* ---- random words ---- */
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+/* The process secret: getrandom where there is one, else the clock and
+ * addresses (ASLR) mixed.  Drawn once; a racing first draw by two threads
+ * stores one of two good values. */
+static uint64_t os_secret(void)
+{
+    static _Atomic uint64_t secret;
+    uint64_t s = atomic_load_explicit(&secret, memory_order_relaxed);
+    if (MR_LIKELY(s != 0))
+        return s;
+#ifdef HAVE_GETRANDOM
+    if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s)
+        s = 0;
+#endif
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    s ^= splitmix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)&secret ^
+                    (uint64_t)(uintptr_t)&ts);
+    if (s == 0)
+        s = 1;
+    atomic_store_explicit(&secret, s, memory_order_relaxed);
+    return s;
+}
+
+uintptr_t mri_os_random(void)
+{
+    static _Atomic uint64_t counter;
+    uint64_t n = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
+    return (uintptr_t)splitmix64(os_secret() + n * 0x9e3779b97f4a7c15u);
 }
 
 static void *os_mmap(size_t len)

@@ -356,7 +356,7 @@ MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t a
     struct mri_pools_class *c = &p->hot.classes[i];
     void *b = c->free;
     if (b != NULL) { /* only callers built with ASan come here with a free block */
-        c->free = mri_link_get(b);
+        c->free = mri_link_get(b, p->hot.key);
     } else {
         if (c->bump == c->end && !class_refill(p, c))
             return NULL; /* errno set, nothing changed */
@@ -386,7 +386,7 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
     if (MRI_TRACKING && size != 0)
         (void)*(volatile const char *)ptr;
     mri_track_unpoison(ptr, LINK);
-    memcpy(ptr, &c->free, LINK);
+    mri_link_store(ptr, c->free, p->hot.key);
     mri_track_poison(ptr, c->size);
     c->free = ptr;
     c->frees++;
@@ -438,6 +438,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     p->ledger = ledger;
     p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
     p->hot.pool_max = class_size(last);
+    p->hot.key = mri_os_random();
     for (size_t i = 0; i < nclasses; i++)
         p->hot.classes[i].size = class_size(i);
     p->resource.ops = &view_ops;
@@ -581,7 +582,7 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
     else
         CHECK(seen_current, "class %zu (%zu B): current chunk not in the class's list", i, s);
     size_t nfree = 0;
-    for (const void *b = c->free; b != NULL; b = mri_link_get(b)) {
+    for (const void *b = c->free; b != NULL; b = mri_link_get(b, p->hot.key)) {
         CHECK(++nfree <= capacity, "class %zu (%zu B): free list longer than the capacity %zu (cycle?)", i, s,
               capacity);
         uintptr_t a = (uintptr_t)b;

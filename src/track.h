@@ -69,24 +69,23 @@
 
 /* ---- free-list links ----
  * A free object (objpool), block (pools) or cached block (blocks) holds the
- * address of the next one in its first word.  The word is read and written
- * with memcpy (the memory has the user's types; a char-typed copy aliases
- * them all) and, in ASan builds, unpoisoned only for the access. */
+ * address of the next one in its first word, encoded with the owner's key
+ * (mri_link_load in memres/resource.h; the block pool's key is 0), and, in
+ * ASan and Valgrind builds, unpoisoned only for the access. */
 #define MRI_LINK sizeof(void *)
 
-static inline void *mri_link_get(const void *obj)
+static inline void *mri_link_get(const void *obj, uintptr_t key)
 {
-    void *next;
     mri_track_unpoison(obj, MRI_LINK);
-    memcpy(&next, obj, MRI_LINK);
+    void *next = mri_link_load(obj, key);
     mri_track_poison(obj, MRI_LINK);
     return next;
 }
 
-static inline void mri_link_set(void *obj, void *next)
+static inline void mri_link_set(void *obj, const void *next, uintptr_t key)
 {
     mri_track_unpoison(obj, MRI_LINK);
-    memcpy(obj, &next, MRI_LINK);
+    mri_link_store(obj, next, key);
     mri_track_poison(obj, MRI_LINK);
 }
 

@@ -357,6 +357,45 @@ static void test_blocks_double_put_detected(void **state)
     mr_blocks_destroy(b);
 }
 
+/* ---- hardened free lists (MR_HARDENED builds) ---- */
+
+/* A use-after-free write of a chosen address into a freed object must not
+ * make that address the next one handed out. */
+static void test_hardened_links_resist_a_chosen_address(void **state)
+{
+    (void)state;
+    if (!MR_HARDENED || MR_CHECKED)
+        skip(); /* plain links, or a checker that would report the write */
+    static char target[64];
+    mr_objpool *op = mr_objpool_create(32, 8, NULL);
+    assert_non_null(op);
+    void *a = mr_objpool_alloc(op), *b = mr_objpool_alloc(op);
+    assert_non_null(a);
+    assert_non_null(b);
+    mr_objpool_free(op, b);
+    void *chosen = target;
+    memcpy(b, &chosen, sizeof chosen); /* the attacker's write */
+    assert_ptr_equal(mr_objpool_alloc(op), b);
+    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)op;
+    assert_ptr_not_equal(h->free, target); /* the next object would be a random address */
+    ((struct mri_objpool_hot *)(void *)op)->free = NULL; /* do not follow it */
+    mr_objpool_free(op, a);
+    mr_objpool_destroy(op);
+
+    mr_pools *pl = mr_pools_create(NULL);
+    assert_non_null(pl);
+    void *x = mr_pools_alloc(pl, 40, 8), *y = mr_pools_alloc(pl, 40, 8);
+    mr_pools_free(pl, y, 40, 8);
+    memcpy(y, &chosen, sizeof chosen);
+    assert_ptr_equal(mr_pools_alloc(pl, 40, 8), y);
+    const struct mri_pools_hot *ph = (const struct mri_pools_hot *)(const void *)pl;
+    struct mri_pools_class *c = &ph->classes[mri_pools_class_of(40 - 1)];
+    assert_ptr_not_equal(c->free, target);
+    c->free = NULL;
+    mr_pools_free(pl, x, 40, 8);
+    mr_pools_destroy(pl);
+}
+
 /* ---- the handler itself ---- */
 
 static void test_default_handler_aborts(void **state)
@@ -392,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_pools_destroy_returns_memory),
         cmocka_unit_test(test_huge_requests_fail_with_enomem),
         cmocka_unit_test_setup_teardown(test_blocks_double_put_detected, setup_handler, teardown_handler),
+        cmocka_unit_test(test_hardened_links_resist_a_chosen_address),
         cmocka_unit_test(test_default_handler_aborts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

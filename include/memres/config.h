@@ -100,6 +100,19 @@ static inline int mri_clzll_fallback(unsigned long long x)
 #  define MR_VALGRIND 0
 #endif
 
+/* MR_HARDENED is 1 in a library built with -DMEMRES_HARDEN=ON and in
+ * everything built against it (the CMake targets and memres.pc carry
+ * -DMR_HARDENED=1): free-list links of object pools and size-class pools
+ * are then stored encoded with a random per-pool key (see mri_link_load in
+ * resource.h).  Off by default: it costs 5% of the instructions on churn
+ * and 12% on git-objects (callgrind; docs/RELIABILITY.md), above the 3%
+ * the project allows a default.  The library and its users must agree:
+ * build against a hardened library only through its CMake package or
+ * pkg-config file (or pass -DMR_HARDENED=1 yourself). */
+#ifndef MR_HARDENED
+#  define MR_HARDENED 0
+#endif
+
 /* MR_CHECKED: the inline fast paths call out of line, so that the library
  * can mark each object for the memory checker in use. */
 #define MR_CHECKED (MR_SANITIZED || MR_VALGRIND)

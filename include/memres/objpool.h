@@ -88,6 +88,7 @@ struct mri_objpool_hot {
     size_t    size;         /* object size, rounded (the stride between objects) */
     size_t    allocations;  /* successful allocations so far */
     size_t    frees;        /* objects freed so far (reset counts all live ones) */
+    uintptr_t key;          /* free-list link encoding (mri_link_load) */
 };
 
 /* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
@@ -101,9 +102,7 @@ static inline void *mr_objpool_alloc(mr_objpool *p)
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
     void *obj = h->free;
     if (MR_LIKELY(obj != NULL)) {
-        /* memcpy, not a void * load: the object's memory has the user's
-         * types; a char-typed copy aliases them all (one mov). */
-        memcpy(&h->free, obj, sizeof h->free);
+        h->free = mri_link_load(obj, h->key);
         h->allocations++;
         return obj;
     }
@@ -128,7 +127,7 @@ static inline void mr_objpool_free(mr_objpool *p, void *obj)
 #if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
     if (MR_LIKELY(obj != NULL)) {
-        memcpy(obj, &h->free, sizeof h->free);
+        mri_link_store(obj, h->free, h->key);
         h->free = obj;
         h->frees++;
     }

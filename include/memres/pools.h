@@ -122,6 +122,7 @@ struct mri_pools_class {
 struct mri_pools_hot {
     struct mri_pools_class *classes;  /* the class array (in the header block) */
     size_t pool_max;                  /* the largest pooled size (a class size) */
+    uintptr_t key;                    /* free-list link encoding (mri_link_load) */
 };
 
 /* Private: the class of a request of x + 1 bytes (1 <= x + 1 <= 2^62) with
@@ -150,9 +151,7 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
         void *b = c->free;
         if (MR_LIKELY(b != NULL)) {
-            /* memcpy, not a void * load: the block's memory has the user's
-             * types; a char-typed copy aliases them all (one mov). */
-            memcpy(&c->free, b, sizeof c->free);
+            c->free = mri_link_load(b, h->key);
             c->allocations++;
             return b;
         }
@@ -180,7 +179,7 @@ static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t ali
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     if (MR_LIKELY(ptr != NULL && size - 1 < h->pool_max && align - 1 < 16 && (align & (align - 1)) == 0)) {
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
-        memcpy(ptr, &c->free, sizeof c->free);
+        mri_link_store(ptr, c->free, h->key);
         c->free = ptr;
         c->frees++;
         return;
