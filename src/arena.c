@@ -458,8 +458,10 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
     a->buffer = o.buffer;
     a->buffer_size = o.buffer_size;
     a->hot.id = new_id();
-    if (first != NULL)
+    if (first != NULL) {
+        mri_track_lend(o.buffer, o.buffer_size);
         mri_track_poison(data_of(first), first->size - HDR);
+    }
     restart(a);
     MR_ASSERT_EXPENSIVE(mr_arena_check(a));
     return a;
@@ -515,7 +517,9 @@ MR_API void mr_arena_destroy(mr_arena *a)
         mri_ledger ledger = a->ledger; /* the header goes: count on a copy */
         mri_ledger_deallocate(&ledger, a->upstream, a, a->header_size, alignof(mr_arena));
     } else {
-        mri_track_unpoison(a->buffer, a->buffer_size);
+        void *buffer = a->buffer;
+        mri_track_unpoison(buffer, a->buffer_size);
+        mri_track_unlend(buffer);
     }
 }
 

@@ -43,6 +43,18 @@
 #  define mri_track_unpoison(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((const void *)(p), (size_t)(n)))
 #endif
 
+/* A caller's buffer that an arena poisons (ASan) until mr_arena_destroy:
+ * lent and returned here, so that if ASan dies on one never returned (an
+ * arena over a stack buffer that was not destroyed: a false report in some
+ * later function), the report ends with a line naming the buffer. */
+#if MR_SANITIZED && MRI_TRACKING
+void mri_track_lend(const void *buf, size_t n);
+void mri_track_unlend(const void *buf);
+#else
+#  define mri_track_lend(buf, n) ((void)(buf), (void)(n))
+#  define mri_track_unlend(buf)  ((void)(buf))
+#endif
+
 #ifndef MRI_TRACKING
 #  define MRI_TRACKING 0
 #  define mri_track_poison(p, n)   ((void)(p), (void)(n))

@@ -9,6 +9,7 @@
  * asserted in every build; the report itself comes only from debug builds
  * (the library's MR_DEBUG >= 1, which support.h gives the tests too). */
 #include <errno.h>
+#include <stdalign.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +397,57 @@ static void test_hardened_links_resist_a_chosen_address(void **state)
     mr_pools_destroy(pl);
 }
 
+/* ---- defect 7: a buffer arena not destroyed (ASan builds) ---- */
+
+static MR_NOINLINE void leave_arena_on_stack(void)
+{
+    alignas(max_align_t) unsigned char buf[2048];
+    mr_arena_options o = {.upstream = mr_null_resource(), .buffer = buf, .buffer_size = sizeof buf};
+    mr_arena *a = mr_arena_create(&o);
+    if (a != NULL)
+        (void)mr_arena_alloc(a, 16); /* and no mr_arena_destroy */
+}
+
+static MR_NOINLINE void use_the_same_stack(void)
+{
+    volatile unsigned char other[4096];
+    for (size_t i = 0; i < sizeof other; i++)
+        other[i] = 1;
+}
+
+/* ASan reports the later, innocent use, and its report names the cause. */
+static void test_undestroyed_buffer_arena_is_named(void **state)
+{
+    (void)state;
+    if (!MR_SANITIZED)
+        skip();
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        leave_arena_on_stack();
+        use_the_same_stack();
+        _exit(0); /* not reached when ASan reports */
+    }
+    close(fds[1]);
+    static char out[1 << 16];
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof out - 1 && (k = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)k;
+    out[n] = '\0';
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_non_null(strstr(out, "use-after-poison"));
+    assert_non_null(strstr(out, "memres: the buffer"));
+    assert_non_null(strstr(out, "never destroyed"));
+}
+
 /* ---- the handler itself ---- */
 
 static void test_default_handler_aborts(void **state)
@@ -432,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_huge_requests_fail_with_enomem),
         cmocka_unit_test_setup_teardown(test_blocks_double_put_detected, setup_handler, teardown_handler),
         cmocka_unit_test(test_hardened_links_resist_a_chosen_address),
+        cmocka_unit_test(test_undestroyed_buffer_arena_is_named),
         cmocka_unit_test(test_default_handler_aborts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

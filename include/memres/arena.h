@@ -33,7 +33,14 @@ typedef struct mr_arena mr_arena;
 typedef struct mr_arena_options {
     mr_resource *upstream;  /* NULL: mr_get_default_resource() at create time */
     void  *buffer;          /* optional first buffer, not owned, reused by reset;
-                               the arena's own header is carved from it */
+                               the arena's own header is carved from it.  The
+                               arena must be destroyed before the buffer is
+                               reused (a stack buffer: before its function
+                               returns): in ASan builds its free part stays
+                               poisoned until mr_arena_destroy, and ASan would
+                               report the next use of that memory, in some
+                               other function (the report then ends with a
+                               "memres: the buffer ... never destroyed" line) */
     size_t buffer_size;     /* bytes at buffer: at least MR_ARENA_BUFFER_MIN */
     size_t block_size;      /* first block from upstream; 0: 4 KiB; smaller
                                than 256 bytes: 256 */
