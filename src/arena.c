@@ -29,9 +29,18 @@
  * which later large requests are served first-fit (a miss returns one spare
  * upstream, so spares cannot pile up across cycles).
  *
+ * Byte-packed strings.  strdup, strndup and sprintf need no alignment, so
+ * they are packed downward from the top of the current block's free space
+ * (hot.end moves down), while aligned allocations bump hot.ptr up, as
+ * bumpalo allocates: a string costs its length, and the inline aligned path
+ * is unchanged (it compares against hot.end either way).  A block that
+ * stops being current keeps both fill levels (top for aligned data, low for
+ * strings); a mark saves hot.end too.
+ *
  * Invariants (checked by mr_arena_check; the last three are the ledger's,
  * src/ledger.h, with the limit as its cap):
- *   data(cur) <= hot.ptr <= hot.end = end(cur), both MR_ARENA_ALIGN-aligned
+ *   data(cur) <= hot.ptr <= hot.end <= end(cur), hot.ptr MR_ARENA_ALIGN-aligned
+ *   data(b) <= b.top <= b.low <= end(b) for blocks in use but not current
  *   block_size <= next_size <= max_block_size
  *   held == header_size + sum of owned block sizes (chain, big, big_spare)
  *   upstream_allocations - upstream_deallocations == owned blocks + (header_size != 0)
@@ -78,6 +87,8 @@ typedef struct mri_arena_block {
     struct mri_arena_block *next;
     size_t size;   /* bytes of the block, header included (as requested upstream) */
     uintptr_t top; /* fill level while not current; end of the allocation for dedicated blocks */
+    uintptr_t low; /* start of the byte-packed strings at the block's top while not
+                      current (end_of(b) when there are none) */
     size_t meta;   /* seq << 1 | owned.  owned 1: from upstream; 0: the caller's buffer.
                       seq: a dedicated block in use is numbered 1, 2, ... up the list */
 } block;
@@ -154,6 +165,7 @@ static block *new_block(mr_arena *a, size_t size)
     b->next = NULL;
     b->size = size;
     b->top = data_of(b);
+    b->low = end_of(b);
     b->meta = 1;
     mri_track_poison(data_of(b), size - HDR);
     return b;
@@ -177,13 +189,17 @@ static void free_list(mr_arena *a, block *b)
     }
 }
 
-static inline void set_current(mr_arena *a, block *b, uintptr_t ptr)
+/* Makes b current with aligned allocations up to ptr and byte-packed
+ * strings from end (end_of(b): none). */
+static inline void set_current_at(mr_arena *a, block *b, uintptr_t ptr, uintptr_t end)
 {
-    MR_ASSERT_INTERNAL(ptr >= data_of(b) && ptr <= end_of(b) && (end_of(b) - ptr) % ALIGN == 0);
+    MR_ASSERT_INTERNAL(ptr >= data_of(b) && ptr <= end && end <= end_of(b) && ptr % ALIGN == 0);
     a->hot.cur = b;
     a->hot.ptr = ptr;
-    a->hot.end = end_of(b);
+    a->hot.end = end;
 }
+
+static inline void set_current(mr_arena *a, block *b, uintptr_t ptr) { set_current_at(a, b, ptr, end_of(b)); }
 
 /* No block in use: ptr == end, so every request takes the slow path, and a
  * size-0 request gets a non-NULL pointer that points at nothing of ours. */
@@ -281,6 +297,7 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     uintptr_t p = mri_align_ptr(data_of(b), align);
     MR_ASSERT_INTERNAL(p + rsize <= end_of(b));
     b->top = p + rsize;
+    b->low = end_of(b);
     b->meta = (a->hot.big_seq + 1) << 1 | 1u;
     a->hot.big_seq++;
     b->next = a->hot.big;
@@ -355,8 +372,10 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
         if (bsize == a->next_size)
             a->next_size = next_growth(a->next_size, a->max_block_size);
     }
-    if (a->hot.cur != NULL)
+    if (a->hot.cur != NULL) {
         a->hot.cur->top = a->hot.ptr;
+        a->hot.cur->low = a->hot.end;
+    }
     set_current(a, b, data_of(b));
     p = fit_in(a->hot.ptr, a->hot.end, rsize, align);
     MR_ASSERT_INTERNAL(p != 0);
@@ -415,6 +434,7 @@ static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
     b->next = NULL;
     b->size = (size_t)(end - ba);
     b->top = data_of(b);
+    b->low = end_of(b);
     b->meta = 0;
     *first = b;
     return (mr_arena *)ha;
@@ -527,7 +547,7 @@ MR_API void mr_arena_destroy(mr_arena *a)
 
 /* Frees what lies after the position (mb, mptr; big_seq dedicated blocks,
  * cleanup_seq cleanups).  The caller has checked the position. */
-static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, size_t big_seq, size_t cleanup_seq)
+static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, uintptr_t mend, size_t big_seq, size_t cleanup_seq)
 {
     run_cleanups(a, cleanup_seq);
     while (a->hot.big != NULL && seq_of(a->hot.big) > big_seq) {
@@ -543,8 +563,8 @@ static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, size_t big_seq, si
             mri_track_poison(data_of(b), b->size - HDR);
     }
     if (mb != NULL) {
-        mri_track_poison(mptr, end_of(mb) - mptr);
-        set_current(a, mb, mptr);
+        mri_track_poison(mptr, mend - mptr);
+        set_current_at(a, mb, mptr, mend);
     } else {
         restart(a);
     }
@@ -581,7 +601,8 @@ static bool mark_ok(const mr_arena *a, mr_arena_mark m)
     if (MRI_MISUSE(MR_DEBUG >= 1 && mb != NULL && !in_use_block(a, mb), m.mri_block,
                    "mr_arena_rewind: the mark's block is not in use (a stale mark)"))
         return false;
-    return !MRI_MISUSE(mb != NULL && (m.mri_ptr < data_of(mb) || m.mri_ptr > end_of(mb) || m.mri_ptr % ALIGN != 0),
+    return !MRI_MISUSE(mb != NULL && (m.mri_ptr < data_of(mb) || m.mri_ptr > m.mri_end || m.mri_end > end_of(mb) ||
+                                      m.mri_ptr % ALIGN != 0),
                        (const void *)m.mri_ptr, "mr_arena_rewind: the mark is not a position of this arena");
 }
 
@@ -589,10 +610,10 @@ MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
 {
     MR_ASSERT(a != NULL, "mr_arena_rewind: arena is NULL");
     if (mark_ok(a, m))
-        rewind_to(a, m.mri_block, m.mri_ptr, m.mri_big_seq, m.mri_cleanup_seq);
+        rewind_to(a, m.mri_block, m.mri_ptr, m.mri_end, m.mri_big_seq, m.mri_cleanup_seq);
 }
 
-MR_API void mr_arena_reset(mr_arena *a) { rewind_to(a, NULL, 0, 0, 0); }
+MR_API void mr_arena_reset(mr_arena *a) { rewind_to(a, NULL, 0, 0, 0, 0); }
 
 MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
 {
@@ -651,12 +672,27 @@ MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_
     return q;
 }
 
+/* n bytes (n >= 1) with no alignment: packed down from the top of the
+ * current block's free space, so strings cost their length, not a multiple
+ * of MR_ARENA_ALIGN.  When they do not fit, the slow path starts a block
+ * (and the first string there is aligned at its bottom). */
+static char *alloc_bytes(mr_arena *a, size_t n)
+{
+    if (MR_LIKELY(n <= a->hot.end - a->hot.ptr)) {
+        a->hot.end -= n;
+        a->hot.allocations++;
+        mri_track_unpoison(a->hot.end, n);
+        return (char *)a->hot.end;
+    }
+    return mri_arena_alloc_slow(a, n, 1);
+}
+
 MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n)
 {
     if (s == NULL)
         return mri_fail(EINVAL);
     size_t len = strnlen(s, n);
-    char *p = mr_arena_alloc(a, len + 1);
+    char *p = alloc_bytes(a, len + 1);
     if (p != NULL) {
         memcpy(p, s, len);
         p[len] = '\0';
@@ -678,12 +714,15 @@ MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap)
     int n;
     char *p = NULL;
     if (!MRI_TRACKING && a->hot.cur != NULL) {
-        /* One pass into the free tail; it is ours, so a partial write is harmless. */
+        /* One pass into the free space (it is ours, so a partial write is
+         * harmless), then moved up to the packed strings at its top. */
         size_t avail = (size_t)(a->hot.end - a->hot.ptr);
         n = vsnprintf((char *)a->hot.ptr, avail, fmt, ap);
         if (n >= 0 && (size_t)n < avail) {
-            p = mr_arena_alloc(a, (size_t)n + 1);
-            MR_ASSERT_INTERNAL(p == (char *)a->hot.ptr - mri_align_up_nocheck((size_t)n + 1, ALIGN));
+            p = (char *)(a->hot.end - ((size_t)n + 1));
+            memmove(p, (const char *)a->hot.ptr, (size_t)n + 1);
+            a->hot.end = (uintptr_t)p;
+            a->hot.allocations++;
             va_end(ap2);
             return p;
         }
@@ -691,7 +730,7 @@ MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap)
         n = vsnprintf(NULL, 0, fmt, ap);
     }
     if (n >= 0) {
-        p = mr_arena_alloc(a, (size_t)n + 1);
+        p = alloc_bytes(a, (size_t)n + 1);
         if (p != NULL)
             vsnprintf(p, (size_t)n + 1, fmt, ap2);
     }
@@ -739,14 +778,14 @@ MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
     if (a->hot.cur != NULL) {
         for (const block *b = a->head; b != NULL; b = b->next) {
             if (b == a->hot.cur) {
-                in_use += a->hot.ptr - data_of(b);
+                in_use += (a->hot.ptr - data_of(b)) + (end_of(b) - a->hot.end);
                 break;
             }
-            in_use += b->top - data_of(b);
+            in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
         }
     }
     for (const block *b = a->hot.big; b != NULL; b = b->next)
-        in_use += b->top - data_of(b);
+        in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
     mri_ledger_stats(&a->ledger, out);
     out->in_use = in_use;
     out->allocations = a->hot.allocations;
@@ -758,8 +797,10 @@ static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *
 {
     for (; b != NULL; b = b->next) {
         CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
-        if (dedicated)
-            CHECK(b->top >= data_of(b) && b->top <= end_of(b), "dedicated block %p top outside it", (const void *)b);
+        if (dedicated || (a->hot.cur != NULL && in_use_block(a, b) && b != a->hot.cur))
+            CHECK(b->top >= data_of(b) && b->top <= b->low && b->low <= end_of(b),
+                  "block %p: fill %#jx and strings %#jx outside it", (const void *)b, (uintmax_t)b->top,
+                  (uintmax_t)b->low);
         if (owned_of(b)) {
             *held += b->size;
             (*owned)++;
@@ -776,11 +817,10 @@ MR_API bool mr_arena_check(const mr_arena *a)
     }
     size_t held = a->header_size, owned = a->header_size != 0;
     CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
-    CHECK((a->hot.end - a->hot.ptr) % ALIGN == 0, "free space %ju not a multiple of %zu",
-          (uintmax_t)(a->hot.end - a->hot.ptr), ALIGN);
     if (a->hot.cur != NULL) {
         CHECK(in_use_block(a, a->hot.cur), "current block %p not in the chain", (const void *)a->hot.cur);
-        CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end == end_of(a->hot.cur), "bump pointer outside the current block");
+        CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end <= end_of(a->hot.cur),
+              "bump pointers outside the current block");
         CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
     } else {
         CHECK(a->hot.ptr == a->hot.end, "no current block but free space");

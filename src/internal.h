@@ -22,7 +22,9 @@
 /* ---- checks: one mechanism, three tiers, selected by MR_DEBUG 0..3 ----
  *
  *   MR_DEBUG 0   release (NDEBUG): nothing is checked but what keeps memory
- *                safe at no measurable cost (MRI_MISUSE conditions).
+ *                safe at no measurable cost and is itself safe to evaluate
+ *                (MRI_MISUSE conditions; a check that would read memory a
+ *                foreign pointer points at is written MR_DEBUG >= 1 && ...).
  *   MR_DEBUG 1   the default without NDEBUG (a plain Debug build): cheap O(1)
  *                checks of caller misuse are reported.
  *   MR_DEBUG 2   also our own invariants at the places that rely on them.

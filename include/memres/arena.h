@@ -76,6 +76,7 @@ typedef struct mr_arena_options {
 typedef struct mr_arena_mark {
     void     *mri_block;
     uintptr_t mri_ptr;
+    uintptr_t mri_end;       /* strings are packed down from the top to here */
     void     *mri_big;
     void     *mri_cleanups;
     uint64_t  mri_arena;     /* the arena's id when saved */
@@ -108,7 +109,8 @@ MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t a
 /* Private: the fields the inline fast paths read, first in struct mr_arena. */
 struct mri_arena_hot {
     uintptr_t ptr;       /* next free byte of the current block (MR_ARENA_ALIGN-aligned) */
-    uintptr_t end;       /* end of the current block; end - ptr is a multiple of MR_ARENA_ALIGN */
+    uintptr_t end;       /* end of the free space: byte-packed strings lie above it, up to
+                            the end of the current block */
     size_t allocations;  /* successful allocations so far */
     struct mri_arena_block *cur;        /* current block; NULL: none in use */
     struct mri_arena_block *big;        /* dedicated blocks in use, newest first */
@@ -180,11 +182,11 @@ MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n);
 MR_API char *mr_arena_sprintf(mr_arena *a, const char *fmt, ...) MR_PRINTF(2, 3);
 MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap) MR_PRINTF(2, 0);
 
-/* The current position.  Inline: seven loads; never fails. */
+/* The current position.  Inline: eight loads; never fails. */
 static inline mr_arena_mark mr_arena_save(const mr_arena *a)
 {
     const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
-    mr_arena_mark m = {h->cur, h->ptr, h->big, h->cleanups, h->id, h->big_seq, h->cleanup_seq};
+    mr_arena_mark m = {h->cur, h->ptr, h->end, h->big, h->cleanups, h->id, h->big_seq, h->cleanup_seq};
     return m;
 }
 
@@ -194,8 +196,8 @@ MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m);
 /* Frees everything allocated after m was saved, running the cleanups
  * registered after it (LIFO) first.  Memory is kept: allocating the same
  * sequence again hands out the same addresses with no upstream call.
- * Inline when nothing but the bump pointer moved since m (same block, no
- * large block, no cleanup): one store.
+ * Inline when nothing but the bump pointers moved since m (same block, no
+ * large block, no cleanup, same arena id): two stores.
  * m must come from this arena, since its last release, and must not lie
  * after an earlier rewind's target (a stale mark).  In every build a rewind
  * never runs a cleanup registered before m, never frees a large block
@@ -216,8 +218,10 @@ static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
 #if !MR_CHECKED
     struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
     if (MR_LIKELY(m.mri_block == (void *)h->cur && m.mri_block != NULL && m.mri_big == (void *)h->big &&
-                  m.mri_cleanups == (void *)h->cleanups && m.mri_ptr <= h->ptr)) {
+                  m.mri_cleanups == (void *)h->cleanups && m.mri_ptr <= h->ptr && m.mri_end >= h->end &&
+                  m.mri_arena == h->id)) {
         h->ptr = m.mri_ptr;
+        h->end = m.mri_end;
         return;
     }
 #endif

@@ -92,7 +92,8 @@ MR_API mr_resource *mr_malloc_resource(void);
 
 /* A resource whose every allocation fails with NULL, errno = ENOMEM.  Use it
  * as an upstream to forbid heap use (an arena over a stack buffer).
- * Deallocate is a no-op.  Never NULL. */
+ * Deallocate of NULL is a no-op; of anything else (it never gave memory) is
+ * misuse, reported in debug builds and ignored.  Never NULL. */
 MR_API mr_resource *mr_null_resource(void);
 
 /* The default resource, used wherever an upstream is given as NULL: the
@@ -129,17 +130,33 @@ static inline void mri_link_store(void *slot, const void *next, uintptr_t key)
 }
 
 /* ---- misuse: one handler for everything memres detects ----
- * Misuse that memres detects -- in the tracking adaptor (adaptors.h) and in
- * the debug-build checks of every allocator (double free, foreign pointer,
- * size or alignment mismatch, stale or foreign mark, leaked blocks at
- * destroy, ...) -- calls the violation handler with a short description and
- * the pointer concerned (or NULL).  The default handler prints one line to
- * stderr and aborts.  A handler that returns lets the call go on: memres
- * then takes its safe way out (the call is ignored or stopped short), so a
- * test can record misuse without dying.  The allocator checks run at
- * MR_DEBUG >= 1 (any build without NDEBUG, or -DMEMRES_DEBUG=1..3); release
- * builds detect less and report nothing, but still take the safe way out
- * where the check costs nothing measurable. */
+ * Misuse that memres detects calls the violation handler with a short
+ * description and the pointer concerned (or NULL).  The default handler
+ * prints one line to stderr and aborts.  A handler that returns lets the
+ * call go on: memres then takes its safe way out (the call is ignored or
+ * stopped short), so a test can record misuse without dying.
+ * What is detected, and where (docs/RELIABILITY.md has the measured table):
+ *   every build        the tracking adaptor: unknown pointer, double free,
+ *                      size or alignment mismatch, leaks at destroy;
+ *                      arena marks of another (or a released or destroyed)
+ *                      arena, and stale marks that number more cleanups or
+ *                      large blocks than are pending -- ignored, and
+ *                      reported only from MR_DEBUG 1;
+ *   MR_DEBUG >= 1      (any build without NDEBUG): those arena marks, a
+ *                      stale mark whose block is no longer in use, a block
+ *                      put twice (block pool), a deallocate of a direct
+ *                      (large) pools block that is not live or has another
+ *                      size or alignment, a misaligned block put, a
+ *                      deallocation of the wrong size through a resource
+ *                      view, a bad alignment given to mr_deallocate;
+ *   mr_<object>_check  double frees and foreign pointers on the free lists
+ *                      of object pools and pooled size classes (a walk: no
+ *                      allocator checks them on the free path, which stays
+ *                      a handful of instructions);
+ *   ASan, Valgrind     (builds with MEMRES_SANITIZE=address or
+ *                      MEMRES_VALGRIND=ON) every use of memory after its
+ *                      free, rewind, reset, release or put, and writes past
+ *                      a pools request into its class's rounding. */
 typedef void mr_violation_fn(const char *what, const void *ptr, void *ctx);
 
 /* Sets the process-wide handler (fn NULL: the default) and the ctx passed
