@@ -633,6 +633,112 @@ MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
     return 0;
 }
 
+/* ---- merge ---- */
+
+/* Does the chain block b (in use in a) hold anything? */
+static bool holds_data(const mr_arena *a, const block *b)
+{
+    if (b == a->hot.cur)
+        return a->hot.ptr != data_of(b) || a->hot.end != end_of(b);
+    return b->top != data_of(b) || b->low != end_of(b);
+}
+
+/* Appends b, holding data, to into's dedicated blocks, numbered next. */
+static void adopt(mr_arena *into, block *b)
+{
+    b->meta = (into->hot.big_seq + 1) << 1 | (b->meta & 1u);
+    into->hot.big_seq++;
+    b->next = into->hot.big;
+    into->hot.big = b;
+}
+
+MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
+{
+    if (into == NULL || from == NULL || into == from || !mr_is_equal(into->upstream, from->upstream) ||
+        !mr_is_equal(into->big_source, from->big_source)) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* what moves: the chain blocks in use that hold data, and the dedicated
+     * blocks in use */
+    size_t bytes = 0, count = 0;
+    for (const block *b = from->hot.cur != NULL ? from->head : NULL; b != NULL; b = b->next) {
+        if (holds_data(from, b)) {
+            if (!owned_of(b)) {
+                errno = EINVAL; /* data in the caller's buffer */
+                return -1;
+            }
+            bytes += b->size;
+            count++;
+        }
+        if (b == from->hot.cur)
+            break;
+    }
+    for (const block *b = from->hot.big; b != NULL; b = b->next) {
+        bytes += b->size;
+        count++;
+    }
+    if (!mri_ledger_fits(&into->ledger, bytes)) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    /* cleanups: from's list goes on top of into's, renumbered above it */
+    if (from->hot.cleanups != NULL) {
+        cleanup *c = from->hot.cleanups;
+        for (;; c = c->prev) {
+            c->seq += into->hot.cleanup_seq;
+            if (c->prev == NULL)
+                break;
+        }
+        c->prev = into->hot.cleanups;
+        into->hot.cleanups = from->hot.cleanups;
+        into->hot.cleanup_seq += from->hot.cleanup_seq;
+    }
+
+    /* blocks: chain blocks holding data and dedicated ones become into's
+     * dedicated blocks, newer than everything into has */
+    if (from->hot.cur != NULL) {
+        from->hot.cur->top = from->hot.ptr;
+        from->hot.cur->low = from->hot.end;
+    }
+    block *keep = NULL, **tail = &keep, *stop = from->hot.cur != NULL ? from->hot.cur->next : from->head;
+    for (block *b = from->hot.cur != NULL ? from->head : NULL, *next; b != stop; b = next) {
+        next = b->next;
+        if (holds_data(from, b)) {
+            adopt(into, b);
+        } else {
+            *tail = b;
+            tail = &b->next;
+        }
+    }
+    *tail = stop; /* then from's spares, in order */
+    for (block *b = from->hot.big, *next; b != NULL; b = next) {
+        next = b->next;
+        adopt(into, b);
+    }
+
+    /* the ledgers: as if from gave the blocks back and into took them */
+    from->ledger.held -= bytes;
+    from->ledger.upstream_deallocations += count;
+    into->ledger.held += bytes;
+    into->ledger.upstream_allocations += count;
+    if (into->ledger.held > into->ledger.peak_held)
+        into->ledger.peak_held = into->ledger.held;
+
+    /* from: empty, with its spare blocks, and a new identity */
+    from->head = keep;
+    from->hot.big = NULL;
+    from->hot.big_seq = 0;
+    from->hot.cleanups = NULL;
+    from->hot.cleanup_seq = 0;
+    from->hot.id = new_id();
+    from->next_size = from->block_size;
+    restart(from);
+    MR_ASSERT_EXPENSIVE(mr_arena_check(into) && mr_arena_check(from));
+    return 0;
+}
+
 /* ---- derived allocation functions ---- */
 
 MR_API void *mr_arena_calloc(mr_arena *a, size_t count, size_t size)

@@ -103,8 +103,12 @@ static void assert_mark_eq(mr_arena_mark x, mr_arena_mark y)
 {
     assert_ptr_equal(x.mri_block, y.mri_block);
     assert_int_equal(x.mri_ptr, y.mri_ptr);
+    assert_int_equal(x.mri_end, y.mri_end);
     assert_ptr_equal(x.mri_big, y.mri_big);
     assert_ptr_equal(x.mri_cleanups, y.mri_cleanups);
+    assert_int_equal(x.mri_arena, y.mri_arena);
+    assert_int_equal(x.mri_big_seq, y.mri_big_seq);
+    assert_int_equal(x.mri_cleanup_seq, y.mri_cleanup_seq);
 }
 
 /* The arena's stats agree with what its (private) upstream saw. */
@@ -2172,6 +2176,189 @@ static void test_resource_view(void **state)
 }
 
 /* ======================================================================
+ * merge (git's mem_pool_combine)
+ * ====================================================================== */
+
+static char merge_log[16];
+static size_t merge_n;
+static void merge_note(void *arg) { merge_log[merge_n++] = (char)(intptr_t)arg; }
+
+/* Fills `from` with tagged objects of many sizes (small, a new block, a
+ * dedicated one, strings) and two cleanups. */
+static void merge_fill(mr_arena *from, unsigned char **objs, size_t *sizes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sizes[i] = i % 7 == 0 ? 70000 : i % 3 == 0 ? 3000 : 40 + i;
+        objs[i] = mr_arena_alloc(from, sizes[i]);
+        assert_non_null(objs[i]);
+        fill(objs[i], sizes[i], i + 1);
+    }
+    assert_non_null(mr_arena_strdup(from, "packed"));
+    assert_int_equal(mr_arena_defer(from, merge_note, (void *)(intptr_t)'f'), 0);
+    assert_int_equal(mr_arena_defer(from, merge_note, (void *)(intptr_t)'g'), 0);
+}
+
+/* Objects of `from` survive its destroy, and into's release balances. */
+static void test_merge_objects_outlive_from(void **state)
+{
+    mrt_upstream *u = *state;
+    mr_arena *into = arena_on(&u->base, 1024, 16384, 0);
+    mr_arena *from = arena_on(&u->base, 1024, 16384, 0);
+    unsigned char *keep = mr_arena_alloc(into, 100);
+    fill(keep, 100, 99);
+    unsigned char *objs[40];
+    size_t sizes[40];
+    merge_n = 0;
+    assert_int_equal(mr_arena_defer(into, merge_note, (void *)(intptr_t)'a'), 0);
+    merge_fill(from, objs, sizes, 40);
+    mr_stats fi = stats(from), ii = stats(into);
+    assert_int_equal(mr_arena_merge(into, from), 0);
+    mr_stats fo = stats(from), io = stats(into);
+    assert_int_equal(io.in_use, ii.in_use + fi.in_use);
+    assert_int_equal(io.held + fo.held, ii.held + fi.held);
+    assert_int_equal(fo.in_use, 0);
+    assert_true(mr_arena_check(into));
+    assert_true(mr_arena_check(from));
+    /* from is usable, and its allocations no longer collide with into's */
+    unsigned char *f2 = mr_arena_alloc(from, 64);
+    assert_non_null(f2);
+    for (size_t i = 0; i < 40; i++)
+        assert_true(f2 + 64 <= objs[i] || f2 >= objs[i] + sizes[i]);
+    mr_arena_destroy(from);
+    assert_int_equal(merge_n, 0); /* from's cleanups moved: not run by its destroy */
+    for (size_t i = 0; i < 40; i++)
+        assert_int_equal(verify(objs[i], sizes[i], i + 1), SIZE_MAX);
+    assert_int_equal(verify(keep, 100, 99), SIZE_MAX);
+    /* into's cleanups after the merge run first, then from's, then into's older */
+    assert_int_equal(mr_arena_defer(into, merge_note, (void *)(intptr_t)'z'), 0);
+    mr_arena_release(into);
+    assert_int_equal(merge_n, 4);
+    assert_memory_equal(merge_log, "zgfa", 4);
+    mr_arena_destroy(into);
+    /* the fixture's teardown proves the upstream balanced */
+}
+
+/* A rewind of `into` to a mark saved before the merge frees what came from
+ * `from` (and runs its cleanups); a mark saved after keeps it. */
+static void test_merge_rewind_frees_merged(void **state)
+{
+    mrt_upstream *u = *state;
+    mr_arena *into = arena_on(&u->base, 1024, 16384, 0);
+    mr_arena *from = arena_on(&u->base, 1024, 16384, 0);
+    assert_non_null(mr_arena_alloc(into, 48));
+    mr_arena_mark before = mr_arena_save(into);
+    size_t in_use = stats(into).in_use;
+    unsigned char *objs[20];
+    size_t sizes[20];
+    merge_n = 0;
+    merge_fill(from, objs, sizes, 20);
+    assert_int_equal(mr_arena_merge(into, from), 0);
+    mr_arena_mark after = mr_arena_save(into);
+    assert_non_null(mr_arena_alloc(into, 5000));
+    mr_arena_rewind(into, after);
+    assert_int_equal(merge_n, 0);
+    for (size_t i = 0; i < 20; i++)
+        assert_int_equal(verify(objs[i], sizes[i], i + 1), SIZE_MAX);
+    mr_arena_rewind(into, before);
+    assert_int_equal(merge_n, 2);
+    assert_memory_equal(merge_log, "gf", 2);
+    assert_int_equal(stats(into).in_use, in_use);
+    assert_true(mr_arena_check(into));
+    /* a mark of from, saved before the merge, is stale now: ignored */
+    mr_arena_mark fm = mr_arena_save(from);
+    assert_non_null(mr_arena_alloc(from, 16));
+    mr_arena_destroy(from);
+    mr_arena_destroy(into);
+    (void)fm;
+}
+
+/* Refusals change nothing. */
+static void test_merge_refusals(void **state)
+{
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 1024, 16384, 0);
+    assert_non_null(mr_arena_alloc(a, 100));
+    snapshot before = snap(a, u);
+    /* into == from, NULL */
+    assert_int_equal(mr_arena_merge(a, a), -1);
+    assert_int_equal(errno, EINVAL);
+    errno = 0;
+    assert_int_equal(mr_arena_merge(NULL, a), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_unchanged(a, u, &before);
+    /* different upstreams */
+    mr_arena *m = arena_on(mr_malloc_resource(), 1024, 16384, 0);
+    assert_non_null(mr_arena_alloc(m, 100));
+    errno = 0;
+    assert_int_equal(mr_arena_merge(a, m), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_unchanged(a, u, &before);
+    mr_arena_destroy(m);
+    /* from holds data in its caller's buffer */
+    alignas(max_align_t) unsigned char buf[2048];
+    mr_arena *b = arena_buf(&u->base, buf, sizeof buf);
+    assert_non_null(mr_arena_alloc(b, 100));
+    errno = 0;
+    assert_int_equal(mr_arena_merge(a, b), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_unchanged(a, u, &before);
+    /* ...but once it spilled into upstream blocks only, those would move:
+     * an empty buffer block is not data */
+    mr_arena_reset(b);
+    assert_non_null(mr_arena_alloc(b, 5000)); /* does not fit the buffer: a block */
+    assert_int_equal(mr_arena_merge(a, b), 0);
+    assert_true(mr_arena_check(a));
+    assert_true(mr_arena_check(b));
+    mr_arena_destroy(b);
+    mr_arena_destroy(a);
+    /* into's limit cannot take the blocks: ENOMEM, nothing changed */
+    mr_arena *lim = arena_on(&u->base, 1024, 16384, 4096);
+    mr_arena *big = arena_on(&u->base, 1024, 16384, 0);
+    assert_non_null(mr_arena_alloc(big, 20000));
+    snapshot lb = snap(lim, u);
+    errno = 0;
+    assert_int_equal(mr_arena_merge(lim, big), -1);
+    assert_int_equal(errno, ENOMEM);
+    assert_unchanged(lim, u, &lb);
+    mr_arena_destroy(big);
+    mr_arena_destroy(lim);
+}
+
+/* A scenario for the fault sweep: build in a scratch arena, merge into a
+ * longer-lived one, and check; every upstream failure point leaves both
+ * arenas consistent and, after destroy, nothing held. */
+static bool merge_scenario(mrt_upstream *u, void *ctx)
+{
+    (void)ctx;
+    bool failed = false;
+    mr_arena_options o = {.upstream = &u->base, .block_size = 1024, .max_block_size = 8192};
+    mr_arena *into = mr_arena_create(&o), *from = mr_arena_create(&o);
+    if (into == NULL || from == NULL) {
+        mr_arena_destroy(into);
+        mr_arena_destroy(from);
+        return true;
+    }
+    for (size_t i = 0; i < 30 && !failed; i++)
+        failed = mr_arena_alloc(i % 2 ? into : from, i % 5 == 0 ? 9000 : 300) == NULL;
+    if (!failed) {
+        assert_int_equal(mr_arena_merge(into, from), 0);
+        failed = mr_arena_strdup(into, "after") == NULL || mr_arena_alloc(from, 2000) == NULL;
+    }
+    assert_true(mr_arena_check(into));
+    assert_true(mr_arena_check(from));
+    mr_arena_destroy(from);
+    mr_arena_destroy(into);
+    return failed;
+}
+
+static void test_merge_fault_sweep(void **state)
+{
+    (void)state;
+    mrt_fault_sweep("arena merge", merge_scenario, NULL, MRT_FAIL_ONCE, 5);
+    mrt_fault_sweep("arena merge", merge_scenario, NULL, MRT_FAIL_FROM, 5);
+}
+
+/* ======================================================================
  * seeded random stress against a shadow model
  * ====================================================================== */
 
@@ -2398,6 +2585,10 @@ int main(void)
         mrt_unit_test(test_stats_count_inline_path),
         mrt_unit_test(test_arena_on_arena),
         mrt_unit_test(test_resource_view),
+        mrt_unit_test(test_merge_objects_outlive_from),
+        mrt_unit_test(test_merge_rewind_frees_merged),
+        mrt_unit_test(test_merge_refusals),
+        cmocka_unit_test(test_merge_fault_sweep),
         mrt_unit_test(test_stress),
     };
     return cmocka_run_group_tests_name("arena", tests, NULL, NULL);

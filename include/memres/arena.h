@@ -277,6 +277,24 @@ MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg);
  * reset or release).  Equal only to itself. */
 MR_API mr_resource *mr_arena_resource(mr_arena *a);
 
+/* Moves everything `from` holds now into `into` (git's mem_pool_combine):
+ * every allocation of `from` lives on as if it had been made in `into` at
+ * the time of the merge -- a rewind of `into` to a mark saved before the
+ * merge, and its reset, release or destroy, free it -- and the cleanups of
+ * `from` join those of `into`, running before its older ones (LIFO kept).
+ * `from` is left empty and usable, keeping its spare (empty) blocks; marks
+ * of `from` go stale (a rewind to one is ignored), marks of `into` keep
+ * their meaning.  No upstream call; O(blocks + cleanups of from).
+ * Statistics: `from`'s ledger counts the moved blocks as given back, into's
+ * as taken (upstream_deallocations / _allocations) without a call.
+ * 0, or -1 with errno and nothing changed: EINVAL when into == from, either
+ * is NULL, their upstreams (or huge-page sources) are not equal
+ * (mr_is_equal), or `from` holds allocations in its caller's buffer (they
+ * cannot outlive `from`'s buffer: copy them instead); ENOMEM when `into`'s
+ * limit cannot take the moved bytes.  Not thread-safe: neither arena may be
+ * in use by another thread. */
+MR_API int mr_arena_merge(mr_arena *into, mr_arena *from);
+
 
 /* Fills *out (mr_stats is in resource.h).  Walks the blocks: O(blocks), never on a hot path. */
 MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out);
