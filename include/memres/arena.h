@@ -44,7 +44,11 @@ typedef struct mr_arena_options {
     size_t buffer_size;     /* bytes at buffer: at least MR_ARENA_BUFFER_MIN */
     size_t block_size;      /* first block from upstream; 0: 4 KiB; smaller
                                than 256 bytes: 256 */
-    size_t max_block_size;  /* cap on geometric growth; 0: 2 MiB (or block_size
+    size_t max_block_size;  /* cap on geometric growth; 0: 2 MiB + 8 KiB, so
+                               that a block holds 2 MiB of data besides its
+                               header and the smaller blocks' rounding (data
+                               that is a power of two never spills a few KiB
+                               into one more block) (or block_size
                                when that is larger); SIZE_MAX and other sizes
                                no block can have: EINVAL */
     size_t limit;           /* most bytes held from upstream at any time
