@@ -97,6 +97,8 @@ extern const bench_variant bench_git_objects[];
 extern const bench_variant bench_churn[];
 extern const bench_variant bench_strings[];
 extern const bench_variant bench_request[];
+extern const bench_variant bench_lua[];
+extern const bench_variant bench_sqlite[];
 
 #ifdef __cplusplus
 }

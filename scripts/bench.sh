@@ -28,6 +28,7 @@ packages=(
   cmake make gcc g++ pkg-config                        # build
   libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4     # malloc peers (LD_PRELOAD)
   libapr1-dev libtalloc-dev                            # pool peers
+  liblua5.4-dev libsqlite3-dev                         # real clients: scenarios lua, sqlite
   cargo librust-bumpalo-dev librust-rayon-dev          # the Rust bumpalo + rayon peer
 )
 if [ "${MEMRES_BENCH_NO_APT:-0}" != 1 ] && command -v dpkg-query >/dev/null 2>&1; then

@@ -15,7 +15,12 @@
 #              rewind/reset/free/put
 #     fuzz     clang + libFuzzer + ASan: the op-sequence target, coverage-guided,
 #              for MEMRES_FUZZ_SECONDS (default 60) from an empty corpus
-# Usage: scripts/test.sh [release|asan|tsan|valgrind|fuzz ...]   (default: all five)
+#     package  scripts/package.sh: the .deb packages built with CPack, installed
+#              with apt-get, consumed (CMake and pkg-config), removed; and
+#              memres consumed from source (add_subdirectory, FetchContent)
+# The Lua and SQLite integrations (integrations/) are built and tested in
+# every configuration: their packages are in the list below.
+# Usage: scripts/test.sh [release|asan|tsan|valgrind|fuzz|package ...]   (default: all six)
 # MEMRES_SKIP_APT=1 skips the package step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,12 +31,13 @@ if [ "${MEMRES_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null; then
   echo "== installing build and test dependencies (apt-get)"
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    cmake make gcc g++ clang libclang-rt-14-dev pkg-config libcmocka-dev valgrind >/dev/null
+    cmake make gcc g++ clang libclang-rt-14-dev pkg-config libcmocka-dev valgrind \
+    liblua5.4-dev lua5.4 libsqlite3-dev sqlite3 >/dev/null
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 configs=("$@")
-if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan valgrind fuzz); fi
+if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan valgrind fuzz package); fi
 
 for cfg in "${configs[@]}"; do
   case $cfg in
@@ -58,7 +64,10 @@ for cfg in "${configs[@]}"; do
       grep -E "^Done|^stat::number_of_executed_units" "$dir/fuzz.log" || true
       echo "fuzz: 1 passed, 0 failed"
       continue ;;
-    *) echo "unknown configuration '$cfg' (release, asan, tsan, valgrind, fuzz)" >&2; exit 2 ;;
+    package)
+      bash scripts/package.sh
+      continue ;;
+    *) echo "unknown configuration '$cfg' (release, asan, tsan, valgrind, fuzz, package)" >&2; exit 2 ;;
   esac
   dir=build-test-$cfg
   echo "== $cfg: configure, build, test in $dir"

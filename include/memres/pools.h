@@ -9,9 +9,9 @@
  * passes the size (and alignment) to mr_pools_free, the class is computed
  * again from them: no header before the block, no lookup of the chunk.
  *
- * Size classes: 16, 32, 48, ... 128 (16-byte steps), then four classes in
- * each power of two (160, 192, 224, 256, 320, 384, 448, 512, 640, ...), so
- * rounding wastes at most 25% of a request above 128 bytes (and < 16 bytes
+ * Size classes: 16, 32, 48, ... 256 (16-byte steps), then eight classes in
+ * each power of two (288, 320, ... 512, 576, 640, ... 1024, 1152, ...), so
+ * rounding wastes at most 12.5% of a request above 256 bytes (and < 16 bytes
  * below).  The class of a request is the smallest class that holds size
  * bytes and whose blocks are aligned to align, i.e. the class of
  * max(size, align) rounded up to a multiple of align; blocks of a class are
@@ -35,6 +35,9 @@
  *
  * Memory comes back upstream only on release or destroy (and at once for
  * direct requests); reset frees every block and keeps every chunk.
+ *
+ * Resizing: mr_pools_realloc keeps the block when the new size falls in the
+ * same class (inline, no call), else moves it (allocate, copy, free).
  *
  * Thread-safety: none.  One pool belongs to one thread at a time; distinct
  * pools are independent.  thread_safe = true is not implemented yet:
@@ -100,6 +103,9 @@ MR_API void mr_pools_destroy(mr_pools *p);
  * use.  mri_pools_alloc_slow returns the block (or NULL with errno). */
 MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t align);
 MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size, size_t align);
+MR_API MR_NOINLINE void *mri_pools_realloc_slow(mr_pools *p, void *ptr, size_t old_size, size_t new_size,
+                                                size_t align);
+MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t size, size_t align);
 
 /* Private: one size class.  Invariants: bump and end lie in the class's
  * current chunk (bump == end == 0 before its first chunk) and end - bump is
@@ -126,15 +132,29 @@ struct mri_pools_hot {
 };
 
 /* Private: the class of a request of x + 1 bytes (1 <= x + 1 <= 2^62) with
- * alignment <= 16.  Classes 0..7 are 16..128; above, class 4k - 24 + q holds
- * the sizes (q << (k - 2), (q + 1) << (k - 2)] for k = floor(log2 x), q in
- * 4..7.  No loop, no table: or, bit scan, two shifts, two adds. */
+ * alignment <= 16.  Classes 0..15 are 16..256; above, class 8k - 56 + q
+ * holds the sizes (q << (k - 3), (q + 1) << (k - 3)] for k = floor(log2 x),
+ * q in 8..15.  No loop, no table: or, bit scan, two shifts, two adds. */
 static inline size_t mri_pools_class_of(size_t x)
 {
-    /* 63 ^ clz is the bit index (one bsr); x | 64 makes sizes <= 128 take k = 6 */
-    unsigned k = 63u ^ (unsigned)MR_CLZLL((unsigned long long)(x | 64u));
-    return (x >> (k - 2u)) + ((size_t)k << 2) - 24u;
+    /* 63 ^ clz is the bit index (one bsr); x | 128 makes sizes <= 256 take k = 7 */
+    unsigned k = 63u ^ (unsigned)MR_CLZLL((unsigned long long)(x | 128u));
+    return (x >> (k - 3u)) + ((size_t)k << 3) - 56u;
 }
+
+/* Private: the block size of the class of a request of x + 1 bytes, as
+ * mri_pools_class_of with the same k: the class holds the sizes up to
+ * ((x >> (k - 3)) + 1) << (k - 3).  No table load. */
+static inline size_t mri_pools_class_size_of(size_t x)
+{
+    unsigned s = (63u ^ (unsigned)MR_CLZLL((unsigned long long)(x | 128u))) - 3u;
+    return ((x >> s) + 1u) << s;
+}
+
+/* Private: is a request of size bytes with alignment align one the inline
+ * paths serve (1 <= size <= pool_max, align a power of two <= 16)? */
+#define MRI_POOLS_INLINE_OK(h, size, align) \
+    ((size) - 1 < (h)->pool_max && (align) - 1 < 16 && ((align) & ((align) - 1)) == 0)
 
 /* Allocates size bytes aligned to align (a power of two, any size: above
  * MR_POOLS_MAX_ALIGN it goes upstream).  size 0: a valid non-NULL pointer
@@ -147,7 +167,7 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
 {
 #if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
-    if (MR_LIKELY(size - 1 < h->pool_max && align - 1 < 16 && (align & (align - 1)) == 0)) {
+    if (MR_LIKELY(MRI_POOLS_INLINE_OK(h, size, align))) {
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
         void *b = c->free;
         if (MR_LIKELY(b != NULL)) {
@@ -177,7 +197,7 @@ static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t ali
 {
 #if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
-    if (MR_LIKELY(ptr != NULL && size - 1 < h->pool_max && align - 1 < 16 && (align & (align - 1)) == 0)) {
+    if (MR_LIKELY(ptr != NULL && MRI_POOLS_INLINE_OK(h, size, align))) {
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
         mri_link_store(ptr, c->free, h->key);
         c->free = ptr;
@@ -186,6 +206,29 @@ static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t ali
     }
 #endif
     mri_pools_free_slow(p, ptr, size, align);
+}
+
+/* Resizes ptr (from mr_pools_alloc(p, old_size, align), or NULL) to
+ * new_size bytes with the same alignment and returns the block, which holds
+ * the first min(old_size, new_size) bytes of the old one; the block must
+ * then be freed with new_size.  When both sizes fall in the same class (see
+ * mr_pools_block_size) the block stays where it is: inline, no call, no
+ * copy.  Otherwise a block of new_size's class is allocated, the bytes are
+ * copied and ptr is freed.  ptr NULL: mr_pools_alloc(p, new_size, align).
+ * new_size 0: a block of the 0-byte request's class (as mr_pools_alloc;
+ * free it with size 0).  align 0 or not a power of two: NULL, errno =
+ * EINVAL.  Failure: NULL, errno = ENOMEM, ptr untouched and still valid
+ * with old_size (a shrink to another class can fail too).  ASan builds
+ * report a use of the bytes past new_size. */
+static inline void *mr_pools_realloc(mr_pools *p, void *ptr, size_t old_size, size_t new_size, size_t align)
+{
+#if !MR_CHECKED
+    struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
+    if (MR_LIKELY(ptr != NULL && MRI_POOLS_INLINE_OK(h, old_size, align) && new_size - 1 < h->pool_max &&
+                  mri_pools_class_of(old_size - 1) == mri_pools_class_of(new_size - 1)))
+        return ptr;
+#endif
+    return mri_pools_realloc_slow(p, ptr, old_size, new_size, align);
 }
 
 /* Frees every block and returns every chunk and direct block upstream; the
@@ -204,8 +247,17 @@ MR_API void mr_pools_reset(mr_pools *p);
  * so a caller who wants the rounding asks for it (and frees with either
  * size); writing past the size asked for is reported in ASan builds.
  * 0 when align is 0 or not a power of two, or when the request could never
- * be satisfied (size too large).  O(1), no allocation. */
-MR_API size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t align);
+ * be satisfied (size too large).  O(1), no allocation; inline for pooled
+ * requests with align <= 16 (a bit scan and three shifts, no memory but
+ * the pool's largest size), so a client may round every request (SQLite's
+ * xRoundup).  Thread-safe: it reads only what create set. */
+static inline size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t align)
+{
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    if (MR_LIKELY(MRI_POOLS_INLINE_OK(h, size, align)))
+        return mri_pools_class_size_of(size - 1);
+    return mri_pools_block_size_slow(p, size, align);
+}
 
 /* The options in effect: the upstream in use, largest_required_pool_block
  * as rounded (the largest pooled size), max_blocks_per_chunk as given (0 if
@@ -234,6 +286,12 @@ MR_API bool mr_pools_check(const mr_pools *p);
  * allocate = mr_pools_alloc, deallocate = mr_pools_free.  Equal only to
  * itself.  Not thread-safe. */
 MR_API mr_resource *mr_pools_resource(mr_pools *p);
+
+/* The pool whose mr_pools_resource() view r is; NULL when r is NULL or any
+ * other resource.  O(1), calls nothing through r.  Lets a wrapper handed an
+ * mr_resource (the C++ bridge, memres.hpp) use mr_pools_alloc / mr_pools_free
+ * inline. */
+MR_API mr_pools *mr_pools_of_resource(mr_resource *r);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* memres/sqlite.h -- SQLite 3 on memres size-class pools (the memres-sqlite
+ * component: CMake target memres::sqlite, pkg-config memres-sqlite, Debian
+ * package libmemres-sqlite-dev; built when pkg-config finds sqlite3).
+ *
+ *     mr_pools *p = mr_pools_create(NULL);
+ *     mr_sqlite_install(p);                 before sqlite3_initialize or any
+ *     sqlite3_open(":memory:", &db);        other SQLite call that allocates
+ *     ...
+ *     sqlite3_close(db);
+ *     sqlite3_shutdown();                   SQLite gives everything back
+ *     mr_pools_destroy(p);
+ *
+ * How it maps.  SQLite's allocator (sqlite3_mem_methods) frees without a
+ * size and asks for it (xSize), so every block carries one 8-byte word
+ * before the memory SQLite sees, holding the size SQLite asked for: a
+ * request of n bytes is a pool request of n + 8 with the result 8 bytes in,
+ * aligned to 8 (what SQLite requires).  xRoundup answers with the whole
+ * class (mr_pools_block_size, inline: no call), so SQLite, which rounds
+ * every request before it allocates, uses the whole block and xSize is
+ * exact.  xRealloc keeps the block when the new size is in the same class
+ * (mr_pools_realloc).  Requests above the pools' largest class (SQLite's
+ * lookaside buffers and bulk page-cache allocations, 64 KiB and more with
+ * the default options) go to the pools' upstream, one upstream call each.
+ *
+ * Threads.  Size-class pools are not thread-safe, and SQLite calls its
+ * allocator from every thread that uses it.  mr_sqlite_install therefore
+ * takes a mutex around every pool call unless SQLite was compiled
+ * single-threaded (sqlite3_threadsafe() == 0); xSize and xRoundup take none
+ * (they read the block's word and the pool's fixed class table).  The mutex
+ * (uncontended pthread lock and unlock, twice) costs about 220 instructions
+ * per malloc + free under callgrind, three times the unlocked allocator's
+ * ~70, though little wall time on the project's workload (docs/BENCHMARKS.md,
+ * the sqlite scenario).  A program that uses SQLite from one thread only can
+ * call mr_sqlite_install_singlethread instead: it sets SQLite's threading
+ * mode to SQLITE_CONFIG_SINGLETHREAD (no mutex anywhere in SQLite) and
+ * installs the pools without a lock.  Never both: no mode runs the pools
+ * unsynchronised under a multi-threaded SQLite.  When thread-safe pools
+ * exist (mr_pools_options.thread_safe), mr_sqlite_install will use the pool
+ * without a lock of its own when the pool is thread-safe.
+ *
+ * Errors.  When the pools cannot get memory SQLite sees NULL and returns
+ * SQLITE_NOMEM from the call in progress; the connection stays usable.
+ *
+ * Lifetime.  SQLite's allocator is process-wide: one pool at a time serves
+ * all of SQLite.  The pool must outlive every SQLite allocation: call
+ * sqlite3_shutdown (after closing every connection) before destroying it.
+ * Installing again after sqlite3_shutdown is allowed (another pool, or
+ * mr_sqlite_uninstall to give SQLite back the allocator it had).
+ */
+#ifndef MEMRES_SQLITE_H
+#define MEMRES_SQLITE_H
+
+#include "memres/pools.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The bytes before every block SQLite sees (its size word). */
+#define MR_SQLITE_HEADER ((size_t)8)
+
+/* Makes p SQLite's allocator (sqlite3_config(SQLITE_CONFIG_MALLOC)), with a
+ * mutex around the pool calls unless SQLite is compiled single-threaded.
+ * Call it before sqlite3_initialize (or after sqlite3_shutdown), from one
+ * thread, like sqlite3_config.  Returns SQLITE_OK; SQLITE_MISUSE when p is
+ * NULL or SQLite is initialised (nothing changed then). */
+MR_API int mr_sqlite_install(mr_pools *p);
+
+/* As mr_sqlite_install, and sets SQLITE_CONFIG_SINGLETHREAD first: SQLite
+ * and the pools then take no lock at all, and the program must use SQLite
+ * from one thread at a time (SQLite's own rule for that mode).  Returns
+ * SQLITE_OK, SQLITE_MISUSE as mr_sqlite_install, or SQLite's error when it
+ * refuses the mode (SQLITE_ERROR with a library built without threads is
+ * not an error: it is single-threaded already). */
+MR_API int mr_sqlite_install_singlethread(mr_pools *p);
+
+/* Gives SQLite back the allocator it had before the first install (call it
+ * after sqlite3_shutdown).  The threading mode is left as it is.  Returns
+ * SQLITE_OK, or SQLITE_MISUSE when nothing is installed or SQLite is
+ * initialised. */
+MR_API int mr_sqlite_uninstall(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_SQLITE_H */
