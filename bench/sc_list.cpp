@@ -9,14 +9,25 @@
  *   buffer of N * 32 bytes reused by every round, as cppreference's stack
  *   array is), unsynchronized_ and synchronized_pool_resource (one resource
  *   kept across rounds), and memres through the C++ bridge (memres.hpp):
- *     memres arena (pmr)            std::pmr::list over arena.pmr(), the
- *                                   headline: reset per round;
+ *     memres arena (pmr)            std::pmr::list over arena.pmr(), an
+ *                                   arena_resource, the headline: reset per
+ *                                   round;
  *     memres arena (mr_resource)    std::pmr::list over a resource_adaptor of
- *                                   mr_arena_resource: the generic path, two
- *                                   indirect calls per node;
+ *                                   mr_arena_resource: the generic path,
+ *                                   which recognises the arena's view and
+ *                                   takes the same inline path;
  *     memres arena_allocator        std::list<int, memres::arena_allocator>:
  *                                   no virtual call at all;
- *     memres pools (pmr)            over memres::pools::pmr();
+ *     memres pools (pmr)            over memres::pools::pmr(), a
+ *                                   pools_resource (one pool kept across
+ *                                   rounds, as the std::pmr pools are);
+ *     memres pools (mr_resource)    over a resource_adaptor of
+ *                                   mr_pools_resource (recognised);
+ *     memres objpool (pmr)          over memres::objpool::pmr(), an
+ *                                   objpool_resource of one pool sized for
+ *                                   the node (kept across rounds);
+ *     memres objpool (mr_resource)  over a resource_adaptor of
+ *                                   mr_objpool_resource (recognised);
  * plus the same work as a plain C singly linked list with a tail pointer:
  * malloc/free per node vs mr_arena_alloc with a reset per round.
  *
@@ -68,14 +79,16 @@ std::uint64_t fill(List &l, const list_params &p, int round)
     return c;
 }
 
-/* The bytes std::list<int> asks for per node (libstdc++: 24). */
-std::size_t list_node_bytes()
+/* The bytes std::list<int> asks for per node (libstdc++: 24), and with
+ * what alignment (8), when align is not NULL. */
+std::size_t list_node_bytes(std::size_t *align = nullptr)
 {
     struct probe final : std::pmr::memory_resource {
-        std::size_t last = 0;
+        std::size_t last = 0, last_align = 0;
         void *do_allocate(std::size_t n, std::size_t a) override
         {
             last = n;
+            last_align = a;
             return std::pmr::new_delete_resource()->allocate(n, a);
         }
         void do_deallocate(void *q, std::size_t n, std::size_t a) override
@@ -88,6 +101,8 @@ std::size_t list_node_bytes()
         std::pmr::list<int> l{&pr};
         l.push_back(0);
     }
+    if (align != nullptr)
+        *align = pr.last_align;
     return pr.last;
 }
 
@@ -285,6 +300,45 @@ int run_memres_pools_pmr(const bench_args *args, bench_out *out)
     });
 }
 
+int run_memres_pools_generic(const bench_args *args, bench_out *out)
+{
+    return guarded(out, [&] {
+        list_params p = params_of(args);
+        std::size_t node_bytes = list_node_bytes();
+        bench_timing_start();
+        memres::pools pl;
+        memres::resource_adaptor ra{pl.resource()};
+        std::uint64_t c = 0;
+        for (int r = 0; r < p.rounds; ++r) {
+            std::pmr::list<int> l{&ra};
+            c += fill(l, p, r);
+        }
+        return finish(out, p, c, node_bytes, pl.stats().peak_held);
+    });
+}
+
+/* pmr: the owner's objpool_resource; else a resource_adaptor over the
+ * pool's mr_resource view */
+template <bool pmr>
+int run_memres_objpool(const bench_args *args, bench_out *out)
+{
+    return guarded(out, [&] {
+        list_params p = params_of(args);
+        std::size_t node_align = 0;
+        std::size_t node_bytes = list_node_bytes(&node_align);
+        bench_timing_start();
+        memres::objpool pool{node_bytes, node_align};
+        memres::resource_adaptor ra{pool.resource()};
+        std::pmr::memory_resource *res = pmr ? pool.pmr() : &ra;
+        std::uint64_t c = 0;
+        for (int r = 0; r < p.rounds; ++r) {
+            std::pmr::list<int> l{res};
+            c += fill(l, p, r);
+        }
+        return finish(out, p, c, node_bytes, pool.stats().peak_held);
+    });
+}
+
 /* ---- the same work as a plain C list ---- */
 
 struct c_node {
@@ -372,6 +426,9 @@ extern "C" const bench_variant bench_list[] = {
     {"list", "memres arena (mr_resource)", BENCH_MEMRES, false, nullptr, run_memres_arena_generic},
     {"list", "memres arena_allocator", BENCH_MEMRES, false, nullptr, run_memres_arena_allocator},
     {"list", "memres pools (pmr)", BENCH_MEMRES, false, nullptr, run_memres_pools_pmr},
+    {"list", "memres pools (mr_resource)", BENCH_MEMRES, false, nullptr, run_memres_pools_generic},
+    {"list", "memres objpool (pmr)", BENCH_MEMRES, false, nullptr, run_memres_objpool<true>},
+    {"list", "memres objpool (mr_resource)", BENCH_MEMRES, false, nullptr, run_memres_objpool<false>},
     {"list", "C list, malloc", BENCH_MALLOC, false, nullptr, run_c_list_malloc},
     {"list", "C list, memres arena", BENCH_MEMRES, false, nullptr, run_c_list_arena},
     {nullptr, nullptr, BENCH_MEMRES, false, nullptr, nullptr},

@@ -882,6 +882,11 @@ static void view_deallocate(mr_resource *self, void *p, size_t size, size_t alig
 
 MR_API mr_resource *mr_arena_resource(mr_arena *a) { return &a->resource; }
 
+MR_API mr_arena *mr_arena_of_resource(mr_resource *r)
+{
+    return r != NULL && r->ops == &view_ops ? mri_container_of(r, mr_arena, resource) : NULL;
+}
+
 /* ---- statistics and checking ---- */
 
 MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)

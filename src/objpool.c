@@ -424,3 +424,10 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
     free(sorted);
     return ok;
 }
+
+/* ---- recognising the resource view (memres.hpp's resource_adaptor) ---- */
+
+MR_API mr_objpool *mr_objpool_of_resource(mr_resource *r)
+{
+    return r != NULL && r->ops == &view_ops ? mri_container_of(r, mr_objpool, resource) : NULL;
+}

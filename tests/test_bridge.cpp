@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/test_bridge.cpp -- the C++17 std::pmr bridge (memres/memres.hpp).
  *
- * Both directions: std::pmr containers over memres resources
- * (resource_adaptor, arena::pmr(), pools::pmr(), arena_allocator), and std::pmr
- * resources as the upstream of memres allocators (pmr_resource); exceptions
+ * Both directions: std::pmr containers over memres resources (the
+ * per-allocator arena_resource, pools_resource, objpool_resource, the
+ * owners' pmr(), resource_adaptor with the allocators it recognises,
+ * arena_allocator), and std::pmr resources as the upstream of memres
+ * allocators (pmr_resource); exceptions
  * on exhaustion; is_equal semantics; the RAII owners.  Upstreams are the
  * checking mrt_upstream (C) or a counting std::pmr resource, so every test
  * also proves that nothing leaked and that sizes and alignments match.
@@ -388,6 +390,373 @@ void test_is_equal(void **state)
     assert_false(r1 == r2);
 }
 
+/* ---- the per-allocator std::pmr resources ---- */
+
+/* Runs f and says whether it threw E (and nothing else). */
+template <class E, class F>
+bool throws(F f)
+{
+    try {
+        f();
+    } catch (const E &) {
+        return true;
+    }
+    return false;
+}
+
+void test_arena_resource(void **state)
+{
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
+    {
+        memres::arena owner{&u->base};
+        mr_arena *a = owner.get();
+        memres::arena_resource r{a};
+        assert_ptr_equal(r.get(), a);
+        assert_ptr_equal(r.resource(), mr_arena_resource(a));
+
+        /* every alignment up to 16 on the inline path, larger ones exact */
+        std::size_t before = owner.stats().allocations;
+        for (std::size_t al = 1; al <= 8192; al *= 2) {
+            void *p = r.allocate(24, al);
+            assert_true(aligned(p, al < 16 ? 16 : al));
+            std::memset(p, 0xa5, 24);
+        }
+        assert_int_equal(owner.stats().allocations, before + 14); /* the inline path counts */
+        assert_non_null(r.allocate(0, 8));                         /* size 0: a valid pointer */
+
+        /* deallocate gives back the newest allocation only */
+        void *keep = r.allocate(40, 8);
+        void *tmp = r.allocate(100, 8);
+        r.deallocate(tmp, 100, 8);
+        assert_ptr_equal(r.allocate(100, 8), tmp);
+        r.deallocate(keep, 40, 8); /* not the newest: nothing happens */
+        void *next = r.allocate(40, 8);
+        assert_true(next != keep && next != tmp);
+        void *big = r.allocate(64, 256); /* over-aligned: newest too */
+        r.deallocate(big, 64, 256);
+        assert_true(mr_arena_check(a));
+
+        /* std::pmr containers, uses-allocator construction included */
+        {
+            std::pmr::list<int> l{&r};
+            std::pmr::vector<std::pmr::string> v{&r};
+            std::pmr::map<int, std::pmr::string> m{&r};
+            for (int i = 0; i < 3000; i++) {
+                l.push_back(i);
+                v.emplace_back(std::string(30, 'x') + std::to_string(i));
+                m.emplace(i, v.back());
+            }
+            assert_int_equal(l.back(), 2999);
+            assert_true(v[2999] == m.at(2999));
+            assert_true(m.at(5).get_allocator().resource() == &r);
+            assert_true(mrt_upstream_owns(u, &l.front()));
+            assert_true(mrt_upstream_owns(u, m.at(17).data()));
+        }
+        owner.reset();
+        assert_true(mr_arena_check(a));
+
+        /* arena::pmr() is an arena_resource */
+        assert_non_null(dynamic_cast<memres::arena_resource *>(owner.pmr()));
+
+        /* a bad alignment (std::pmr never passes one) above 16: bad_alloc
+         * (volatile: compilers reject a constant one) */
+        volatile std::size_t bad_align = 48;
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(8, bad_align); }));
+        /* sizes that can never be served: bad_alloc, nothing changed */
+        std::size_t n = owner.stats().allocations;
+        volatile std::size_t huge = SIZE_MAX - 8; /* volatile: no compile-time size warning */
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(huge, 8); }));
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(huge / 2, 64); }));
+        assert_int_equal(owner.stats().allocations, n);
+    }
+
+    /* exhaustion of an arena over a stack buffer: bad_alloc from the inline
+     * path's fallback, and the arena stays usable */
+    alignas(64) unsigned char buf[2048];
+    memres::arena small{buf, sizeof buf, mr_null_resource()};
+    memres::arena_resource r{small.get()};
+    std::size_t got = 0;
+    assert_true(throws<std::bad_alloc>([&] {
+        for (;; got++)
+            (void)r.allocate(32, 8);
+    }));
+    assert_true(got > 10);
+    small.reset();
+    assert_non_null(r.allocate(32, 8));
+
+    /* the upstream fails a new block: bad_alloc */
+    u->fail_at = u->calls + 1;
+    u->fail_all_after = true;
+    {
+        memres::arena owner2{buf, sizeof buf, &u->base};
+        memres::arena_resource r2{owner2.get()};
+        assert_true(throws<std::bad_alloc>([&] { (void)r2.allocate(4096, 8); }));
+        assert_true(throws<std::bad_alloc>([&] { (void)r2.allocate(3000, 4096); }));
+        assert_non_null(r2.allocate(16, 8)); /* the buffer still serves */
+    }
+    u->fail_at = 0;
+}
+
+void test_pools_resource(void **state)
+{
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
+    {
+        mr_pools_options o{};
+        o.upstream = &u->base;
+        memres::pools owner{o};
+        mr_pools *p = owner.get();
+        memres::pools_resource r{p};
+        assert_ptr_equal(r.get(), p);
+        assert_ptr_equal(r.resource(), mr_pools_resource(p));
+        assert_non_null(dynamic_cast<memres::pools_resource *>(owner.pmr()));
+
+        /* alignments up to 16 share the class of the size: a block freed
+         * with one is served again for another, and C frees what C++ gave */
+        void *b = r.allocate(24, 8);
+        assert_true(aligned(b, 16));
+        r.deallocate(b, 24, 8);
+        assert_ptr_equal(r.allocate(24, 16), b);
+        r.deallocate(b, 24, 16);
+        assert_ptr_equal(r.allocate(24, 1), b);
+        mr_pools_free(p, b, 24, 1);
+        assert_ptr_equal(mr_pools_alloc(p, 24, 4), b);
+        r.deallocate(b, 24, 4);
+
+        /* every alignment, every path: pooled, over-aligned, direct */
+        struct req {
+            std::size_t size, align;
+            void *p;
+        } reqs[] = {{0, 1, nullptr},      {1, 1, nullptr},        {24, 2, nullptr},
+                    {100, 32, nullptr},   {1000, 4096, nullptr},  {10, 8192, nullptr},
+                    {1 << 20, 64, nullptr}, {3 << 20, 8, nullptr}};
+        for (req &q : reqs) {
+            q.p = r.allocate(q.size, q.align);
+            assert_true(aligned(q.p, q.align));
+            std::memset(q.p, 0x5a, q.size);
+        }
+        assert_true(owner.stats().in_use > 0);
+        for (req &q : reqs)
+            r.deallocate(q.p, q.size, q.align);
+        assert_int_equal(owner.stats().in_use, 0);
+        assert_true(mr_pools_check(p));
+
+        /* std::pmr containers */
+        {
+            std::pmr::list<int> l{&r};
+            std::pmr::vector<std::pmr::string> v{&r};
+            for (int i = 0; i < 3000; i++) {
+                l.push_back(i);
+                v.emplace_back(static_cast<std::size_t>(20 + i % 700), 'y');
+            }
+            assert_int_equal(l.size(), 3000);
+            assert_true(mrt_upstream_owns(u, v[2999].data()));
+        }
+        assert_int_equal(owner.stats().in_use, 0); /* every node and string came back */
+        assert_true(mr_pools_check(p));
+
+        /* the upstream fails: bad_alloc, nothing changed */
+        mr_stats s0 = owner.stats();
+        u->fail_at = u->calls + 1;
+        u->fail_all_after = true;
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(30000, 8); /* a class not used yet */ }));
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(1 << 21, 8); }));
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(64, 16384); }));
+        u->fail_at = 0;
+        u->fail_all_after = false;
+        mr_stats s1 = owner.stats();
+        assert_int_equal(s1.in_use, s0.in_use);
+        assert_int_equal(s1.held, s0.held);
+        volatile std::size_t huge = SIZE_MAX - 64; /* volatile: no compile-time size warning */
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(huge, 8); }));
+        volatile std::size_t bad_align = 48; /* not a power of two */
+        assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(8, bad_align); }));
+    }
+}
+
+void test_objpool_resource(void **state)
+{
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
+    {
+        mr_objpool_options o{};
+        o.upstream = &u->base;
+        o.objects_per_block = 64;
+
+        /* over a pool handed in as mr_objpool *: inline up to alignof(void *),
+         * through the pool's view up to its own alignment */
+        mr_objpool *raw = mr_objpool_create(48, 16, &o);
+        assert_non_null(raw);
+        {
+            memres::objpool_resource r{raw};
+            assert_ptr_equal(r.get(), raw);
+            assert_ptr_equal(r.resource(), mr_objpool_resource(raw));
+            void *a = r.allocate(48, 8);
+            void *b = r.allocate(1, 16); /* the view's path */
+            void *c = r.allocate(0, 1);
+            assert_true(aligned(a, 16) && aligned(b, 16) && aligned(c, 16));
+            std::memset(a, 1, 48);
+            std::memset(b, 2, 1);
+            r.deallocate(b, 1, 16);
+            assert_ptr_equal(r.allocate(40, 8), b); /* the freed object is reused first */
+            r.deallocate(b, 40, 8);
+            r.deallocate(a, 48, 8);
+            r.deallocate(c, 0, 1);
+            mr_stats s;
+            mr_objpool_stats(raw, &s);
+            assert_int_equal(s.in_use, 0);
+
+            /* what the pool cannot give: bad_alloc, nothing changed */
+            assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(49, 8); }));
+            assert_true(throws<std::bad_alloc>([&] { (void)r.allocate(8, 32); }));
+            mr_objpool_stats(raw, &s);
+            assert_int_equal(s.in_use, 0);
+        }
+        assert_true(mr_objpool_check(raw));
+        mr_objpool_destroy(raw);
+
+        /* the owner's pmr(): a node container over a pool sized for its node */
+        std::size_t node_size = 0, node_align = 0;
+        {
+            counting_pmr count;
+            std::pmr::list<long> l{&count};
+            l.push_back(1);
+            node_size = count.bytes;
+            node_align = count.align_sum;
+        }
+        memres::objpool owner{node_size, node_align, &o};
+        assert_non_null(dynamic_cast<memres::objpool_resource *>(owner.pmr()));
+        assert_ptr_equal(static_cast<memres::objpool_resource *>(owner.pmr())->get(), owner.get());
+        {
+            std::pmr::list<long> l{owner.pmr()};
+            for (long i = 0; i < 5000; i++)
+                l.push_back(i);
+            assert_int_equal(owner.stats().in_use, 5000 * mr_objpool_object_size(owner.get()));
+            assert_int_equal(mr_objpool_object_size(owner.get()), node_size); /* no rounding */
+            assert_true(mrt_upstream_owns(u, &l.back()));
+            for (int i = 0; i < 2500; i++)
+                l.pop_front();
+            std::size_t ups = u->allocations;
+            for (long i = 0; i < 2500; i++)
+                l.push_back(i); /* the freed nodes come back: no upstream call */
+            assert_int_equal(u->allocations, ups);
+        }
+        assert_int_equal(owner.stats().in_use, 0);
+        assert_true(mr_objpool_check(owner.get()));
+        assert_true(throws<std::bad_alloc>([&] { (void)owner.pmr()->allocate(node_size + 1, 8); }));
+
+        /* the upstream fails a new block: bad_alloc */
+        memres::objpool fresh{32, 8, &o};
+        u->fail_at = u->calls + 1;
+        assert_true(throws<std::bad_alloc>([&] { (void)fresh.pmr()->allocate(32, 8); }));
+        u->fail_at = 0;
+        void *q = fresh.pmr()->allocate(32, 8);
+        fresh.pmr()->deallocate(q, 32, 8);
+    }
+}
+
+void test_adaptor_recognises_allocators(void **state)
+{
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
+    {
+        memres::arena a{&u->base}, a2{&u->base};
+        mr_pools_options po{};
+        po.upstream = &u->base;
+        memres::pools p{po}, p2{po};
+        mr_objpool_options oo{};
+        oo.upstream = &u->base;
+        memres::objpool o{24, 8, &oo}, o2{24, 8, &oo};
+
+        /* the C queries: the allocator of its own view, NULL for anything else */
+        assert_ptr_equal(mr_pools_of_resource(p.resource()), p.get());
+        assert_ptr_equal(mr_pools_of_resource(p2.resource()), p2.get());
+        assert_null(mr_pools_of_resource(nullptr));
+        assert_null(mr_pools_of_resource(mr_malloc_resource()));
+        assert_null(mr_pools_of_resource(a.resource()));
+        assert_null(mr_pools_of_resource(o.resource()));
+        assert_null(mr_pools_of_resource(&u->base));
+        assert_ptr_equal(mr_objpool_of_resource(o.resource()), o.get());
+        assert_ptr_equal(mr_objpool_of_resource(o2.resource()), o2.get());
+        assert_null(mr_objpool_of_resource(nullptr));
+        assert_null(mr_objpool_of_resource(mr_null_resource()));
+        assert_null(mr_objpool_of_resource(p.resource()));
+        assert_null(mr_objpool_of_resource(a.resource()));
+        assert_ptr_equal(memres::detail::arena_of_resource(a.resource()), a.get());
+        assert_ptr_equal(memres::detail::arena_of_resource(a2.resource()), a2.get());
+        assert_null(memres::detail::arena_of_resource(nullptr));
+        assert_null(memres::detail::arena_of_resource(mr_malloc_resource()));
+        assert_null(memres::detail::arena_of_resource(p.resource()));
+        assert_null(memres::detail::arena_of_resource(o.resource()));
+
+        /* an adaptor over each view behaves as the allocator's own class */
+        memres::resource_adaptor ra{a.resource()}, rp{p.resource()}, ro{o.resource()};
+        memres::resource_adaptor ro2{o.get()}, ra2{a.get()}, rp2{p.get()};
+        std::size_t n = a.stats().allocations;
+        void *keep = ra.allocate(24, 8);
+        void *tmp = ra.allocate(100, 16);
+        ra.deallocate(tmp, 100, 16); /* the newest: back */
+        assert_ptr_equal(ra2.allocate(100, 16), tmp);
+        ra.deallocate(keep, 24, 8); /* not the newest: stays */
+        assert_int_equal(a.stats().allocations, n + 3);
+        assert_true(aligned(ra.allocate(8, 1024), 1024));
+
+        void *b = rp.allocate(24, 8);
+        rp2.deallocate(b, 24, 16); /* same class */
+        assert_ptr_equal(p.pmr()->allocate(24, 4), b);
+        mr_pools_free(p.get(), b, 24, 8);
+        assert_int_equal(p.stats().in_use, 0);
+
+        void *x = ro.allocate(24, 8);
+        void *y = ro2.allocate(16, 4);
+        ro.deallocate(y, 16, 4);
+        assert_ptr_equal(o.pmr()->allocate(24, 8), y);
+        mr_objpool_free(o.get(), y);
+        ro2.deallocate(x, 24, 8);
+        assert_int_equal(o.stats().in_use, 0);
+        assert_true(throws<std::bad_alloc>([&] { (void)ro.allocate(25, 8); }));
+        assert_true(throws<std::bad_alloc>([&] { (void)ro.allocate(8, 16); })); /* pool aligned to 8 */
+
+        /* containers through the adaptors */
+        {
+            std::pmr::list<int> la{&ra}, lp{&rp}, lo{&ro};
+            for (int i = 0; i < 2000; i++) {
+                la.push_back(i);
+                lp.push_back(i);
+                lo.push_back(i);
+            }
+            assert_true(la == lp && lp == lo);
+        }
+        assert_int_equal(p.stats().in_use, 0);
+        assert_int_equal(o.stats().in_use, 0);
+        assert_true(mr_arena_check(a.get()) && mr_pools_check(p.get()) && mr_objpool_check(o.get()));
+
+        /* equality: every bridge resource over the same allocator */
+        memres::arena_resource xa{a.get()};
+        memres::pools_resource xp{p.get()};
+        memres::objpool_resource xo{o.get()};
+        assert_true(ra == xa && xa == ra && ra2 == xa && xa == *a.pmr());
+        assert_true(rp == xp && xp == *p.pmr() && rp2 == xp);
+        assert_true(ro == xo && xo == *o.pmr() && ro2 == xo);
+        assert_false(xa == memres::arena_resource{a2.get()});
+        assert_false(xp == *p2.pmr());
+        assert_false(xo == *o2.pmr());
+        assert_false(xa == xp || xp == xo || xo == xa);
+        assert_false(xa == *std::pmr::new_delete_resource());
+        assert_false(*std::pmr::new_delete_resource() == xp);
+        memres::arena_resource copy = xa; /* copies use the same arena */
+        assert_true(copy == xa && copy.get() == a.get());
+
+        /* equal resources: a move steals the buffer; unequal: copies */
+        std::pmr::vector<int> v1{&xa}, v2{&ra};
+        v1.assign(64, 3);
+        const int *d = v1.data();
+        v2 = std::move(v1);
+        assert_ptr_equal(v2.data(), d);
+        std::pmr::vector<int> v3{&xp};
+        v3 = std::move(v2);
+        assert_true(v3.data() != d);
+        assert_int_equal(v3[63], 3);
+    }
+}
+
 /* ---- the arena owner ---- */
 
 int g_destroyed;
@@ -552,6 +921,10 @@ int main(void)
         mrt_unit_test(test_arena_allocator),
         mrt_unit_test(test_objpool_owner),
         mrt_unit_test(test_pools_owner),
+        mrt_unit_test(test_arena_resource),
+        mrt_unit_test(test_pools_resource),
+        mrt_unit_test(test_objpool_resource),
+        mrt_unit_test(test_adaptor_recognises_allocators),
     };
     return cmocka_run_group_tests_name("bridge", tests, nullptr, nullptr);
 }

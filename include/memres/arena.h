@@ -281,6 +281,11 @@ MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg);
  * reset or release).  Equal only to itself. */
 MR_API mr_resource *mr_arena_resource(mr_arena *a);
 
+/* The arena whose mr_arena_resource() view r is, or NULL (r NULL or any
+ * other resource).  O(1); lets a generic caller (the C++ bridge) take the
+ * arena's inline paths for a resource it was handed. */
+MR_API mr_arena *mr_arena_of_resource(mr_resource *r);
+
 /* Moves everything `from` holds now into `into` (git's mem_pool_combine):
  * every allocation of `from` lives on as if it had been made in `into` at
  * the time of the merge -- a rewind of `into` to a mark saved before the

@@ -3,19 +3,24 @@
  * Header-only; link with memres as for C.
  *
  * Both directions:
- *   memres::resource_adaptor  a std::pmr::memory_resource that forwards to an
- *                             mr_resource (any memres allocator, or malloc),
- *                             so std::pmr containers run on memres;
+ *   memres::arena_resource,   std::pmr::memory_resources over one memres
+ *   memres::pools_resource,   allocator each, its inline fast path behind
+ *   memres::objpool_resource  the one virtual call, so std::pmr containers
+ *                             run on memres;
+ *   memres::resource_adaptor  the same over any mr_resource (memres's own
+ *                             allocators recognised and inlined, others --
+ *                             malloc, adaptors, yours -- called through it);
  *   memres::pmr_resource      an mr_resource that forwards to a
  *                             std::pmr::memory_resource, so memres allocators
  *                             can take a std::pmr resource as upstream.
  * And RAII owners: memres::arena (mr_arena), memres::objpool (mr_objpool),
- * memres::pools (mr_pools), plus memres::arena_allocator<T>, a std::allocator-like allocator over an
- * arena with no virtual call at all.
+ * memres::pools (mr_pools), each with pmr(), plus memres::arena_allocator<T>,
+ * a std::allocator-like allocator over an arena with no virtual call at all.
  *
  * Errors: the C API returns NULL with errno; the C++ side throws
- * std::bad_alloc for ENOMEM (std::pmr convention) and std::invalid_argument
- * when an owner is created with invalid options (EINVAL).  No exception ever
+ * std::bad_alloc for a failed allocation (std::pmr convention) and
+ * std::invalid_argument when an owner is created with invalid options
+ * (EINVAL).  No exception ever
  * crosses into C code: pmr_resource catches them and returns NULL, ENOMEM.
  *
  * Thread-safety: that of the wrapped resource.  The owners are neither
@@ -53,78 +58,318 @@ namespace detail {
 } // namespace detail
 
 /* ---------------------------------------------------------------------------
- * resource_adaptor: a std::pmr::memory_resource over an mr_resource.
+ * std::pmr resources over memres.
  *
- * allocate    -> mr_allocate; NULL becomes std::bad_alloc.  Size 0 gives a
- *                valid pointer as in C; std::pmr never passes a bad alignment.
- * deallocate  -> mr_deallocate with the same size and alignment.
- * is_equal    -> true for the same adaptor, or when the other is also a
- *                resource_adaptor and mr_is_equal(wrapped, other wrapped)
- *                (needs RTTI; without it, identity only).
- * The mr_resource is not owned and must outlive the adaptor and everything
- * allocated through it.
+ * One class per allocator -- arena_resource, pools_resource,
+ * objpool_resource -- with the allocator's inline fast path behind the one
+ * virtual call that std::pmr makes, and resource_adaptor for any
+ * mr_resource (which takes the same inline paths when the mr_resource is
+ * the view of a memres arena, pools or objpool).  All derive from
+ * bridge_resource, which holds the wrapped mr_resource and defines equality.
  *
- * Constructed from an mr_arena *, the adaptor is the arena's resource
- * (mr_arena_resource) with its work inlined: one virtual call and a pointer
- * bump per allocate; deallocate gives back only the newest allocation (a
- * temporary freed at once) and otherwise does nothing, like
- * std::pmr::monotonic_buffer_resource: memory comes back with the arena's
- * rewind, reset or release (the arena's own rule, mri_arena_free_newest in
- * arena.h).  Constructed from an mr_pools *, it is mr_pools_resource with
- * mr_pools_alloc / mr_pools_free inlined. */
-class resource_adaptor final : public std::pmr::memory_resource {
-public:
-    explicit resource_adaptor(mr_resource *r) noexcept : r_(r), arena_(nullptr), pools_(nullptr) {}
-    explicit resource_adaptor(mr_arena *a) noexcept : r_(mr_arena_resource(a)), arena_(a), pools_(nullptr) {}
-    explicit resource_adaptor(mr_pools *p) noexcept : r_(mr_pools_resource(p)), arena_(nullptr), pools_(p) {}
+ * allocate    throws std::bad_alloc where the C call returns NULL (ENOMEM,
+ *             and EINVAL for an alignment that is not a power of two, which
+ *             std::pmr never passes).  Size 0 gives a valid pointer as in C.
+ * deallocate  takes the size and alignment given to allocate.
+ * is_equal    true for the same object, or when the other is also a
+ *             bridge_resource and mr_is_equal(wrapped, other wrapped): an
+ *             arena_resource and a resource_adaptor over the same arena's
+ *             view are equal (needs RTTI; without it, identity only).
+ * Nothing is owned: the allocator (or mr_resource) must outlive the object
+ * and everything allocated through it.  Thread-safety: that of the wrapped
+ * allocator.  Copies are cheap and use the same allocator. */
 
-    /* The wrapped resource (for an arena or pools: their mr_resource view). */
+namespace detail {
+
+/* The end of every failed allocate, out of line and cold, so that the
+ * inline fast paths carry none of the throw's code. */
+[[noreturn]] MR_COLD inline void throw_bad_alloc() { throw std::bad_alloc(); }
+
+/* ---- the fast paths, shared by the per-allocator classes and resource_adaptor ---- */
+
+/* Arena: std::pmr alignments are powers of two, and every one up to
+ * MR_ARENA_ALIGN is met by mr_arena_alloc (which aligns to MR_ARENA_ALIGN),
+ * so a single compare picks the inline bump; larger ones take
+ * mr_arena_alloc_aligned.  (An alignment up to MR_ARENA_ALIGN that is not a
+ * power of two, which std::pmr never passes, gets MR_ARENA_ALIGN-aligned
+ * memory instead of an error.) */
+inline void *arena_allocate(mr_arena *a, void *&last, std::size_t bytes, std::size_t align)
+{
+    void *p = MR_LIKELY(align <= MR_ARENA_ALIGN) ? mr_arena_alloc(a, bytes) : mr_arena_alloc_aligned(a, bytes, align);
+    if (MR_UNLIKELY(p == nullptr))
+        throw_bad_alloc();
+    last = p;
+    return p;
+}
+
+/* The arena gives back only its newest allocation (a temporary freed at
+ * once); for anything else this does nothing, like
+ * std::pmr::monotonic_buffer_resource, and memory comes back with the
+ * arena's rewind, reset or release.  The rule is the arena's own
+ * (mri_arena_free_newest, arena.h), the same as mr_arena_resource's; it is
+ * asked only about the last pointer this resource handed out (last), so
+ * everything else -- every node of a list but one -- costs one compare.
+ * (The newest allocation made through another view of the arena is left
+ * to the reset, as any other.) */
+inline void arena_deallocate(mr_arena *a, const void *last, void *p, std::size_t bytes) noexcept
+{
+    if (MR_UNLIKELY(p == last))
+        mri_arena_free_newest(a, p, bytes);
+}
+
+/* Pools: for every alignment up to 16 the class is that of the size alone
+ * (pools.h: classes are multiples of 16, blocks at least 16-aligned), so
+ * such requests are passed as 16, and the constant drops mr_pools_alloc's
+ * power-of-two test; deallocate does the same, so both find the same class.
+ * Larger alignments are passed as given (mr_pools_alloc's slow path). */
+inline void *pools_allocate(mr_pools *p, std::size_t bytes, std::size_t align)
+{
+    void *q = MR_LIKELY(align <= 16) ? mr_pools_alloc(p, bytes, 16) : mr_pools_alloc(p, bytes, align);
+    if (MR_UNLIKELY(q == nullptr))
+        throw_bad_alloc();
+    return q;
+}
+
+inline void pools_deallocate(mr_pools *p, void *q, std::size_t bytes, std::size_t align) noexcept
+{
+    if (MR_LIKELY(align <= 16))
+        mr_pools_free(p, q, bytes, 16);
+    else
+        mr_pools_free(p, q, bytes, align);
+}
+
+/* Objpool: a request of at most the object size with an alignment the
+ * bridge knows the pool gives (fast_align) pops an object inline; any other
+ * goes through the pool's mr_resource view, which accepts larger alignments
+ * up to the pool's own and fails (ENOMEM, EINVAL) for what it cannot give. */
+inline void *objpool_allocate(mr_objpool *p, mr_resource *view, std::size_t obj_size, std::size_t fast_align,
+                              std::size_t bytes, std::size_t align)
+{
+    void *q =
+        MR_LIKELY(bytes <= obj_size && align <= fast_align) ? mr_objpool_alloc(p) : mr_allocate(view, bytes, align);
+    if (MR_UNLIKELY(q == nullptr))
+        throw_bad_alloc();
+    return q;
+}
+
+inline void objpool_deallocate(mr_objpool *p, mr_resource *view, std::size_t obj_size, std::size_t fast_align,
+                               void *q, std::size_t bytes, std::size_t align) noexcept
+{
+    if (MR_LIKELY(bytes <= obj_size && align <= fast_align))
+        mr_objpool_free(p, q);
+    else
+        mr_deallocate(view, q, bytes, align); /* the view reports a size or alignment it never gives */
+}
+
+/* The arena whose mr_arena_resource() view r is, or NULL. */
+inline mr_arena *arena_of_resource(mr_resource *r) noexcept { return mr_arena_of_resource(r); }
+
+} // namespace detail
+
+/* bridge_resource: the base of every std::pmr resource of the bridge; holds
+ * the mr_resource it stands for and defines is_equal (above).  Not
+ * constructed on its own. */
+class bridge_resource : public std::pmr::memory_resource {
+public:
+    /* The wrapped resource (for an allocator: its mr_resource view). */
     mr_resource *resource() const noexcept { return r_; }
 
-private:
-    void *do_allocate(std::size_t bytes, std::size_t align) override
-    {
-        void *p;
-        if (arena_ != nullptr)
-            p = mr_arena_alloc_aligned(arena_, bytes, align);
-        else if (pools_ != nullptr)
-            p = mr_pools_alloc(pools_, bytes, align);
-        else
-            p = mr_allocate(r_, bytes, align);
-        if (MR_UNLIKELY(p == nullptr))
-            throw std::bad_alloc();
-        return p;
-    }
+protected:
+    explicit bridge_resource(mr_resource *r) noexcept : r_(r) {}
 
-    void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
-    {
-        if (arena_ != nullptr) {
-            (void)align;
-            mri_arena_free_newest(arena_, p, bytes);
-            return;
-        }
-        if (pools_ != nullptr) {
-            mr_pools_free(pools_, p, bytes, align);
-            return;
-        }
-        mr_deallocate(r_, p, bytes, align);
-    }
-
-    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept final
     {
         if (this == &other)
             return true;
 #if defined(__cpp_rtti) || defined(__GXX_RTTI)
-        const auto *o = dynamic_cast<const resource_adaptor *>(&other);
+        const auto *o = dynamic_cast<const bridge_resource *>(&other);
         return o != nullptr && mr_is_equal(r_, o->r_);
 #else
         return false;
 #endif
     }
 
+private:
     mr_resource *r_;
-    mr_arena *arena_; /* non-NULL: r_ is this arena's resource; inline fast path */
-    mr_pools *pools_; /* non-NULL: r_ is this mr_pools's resource; inline fast path */
+};
+
+/* arena_resource: an mr_arena as a std::pmr::memory_resource, the cheapest
+ * way to put std::pmr containers on an arena (what arena::pmr() returns).
+ * allocate  mr_arena_alloc inline for alignments up to MR_ARENA_ALIGN (a
+ *           compare and a pointer bump), mr_arena_alloc_aligned above;
+ *           std::bad_alloc when the arena cannot grow.
+ * deallocate gives back the newest allocation (a temporary freed at once,
+ *           when this object handed it out) and otherwise does nothing,
+ *           like monotonic_buffer_resource: memory comes back with the
+ *           arena's rewind, reset or release.
+ * Equal to every bridge resource over the same arena. a must not be NULL. */
+class arena_resource final : public bridge_resource {
+public:
+    explicit arena_resource(mr_arena *a) noexcept : bridge_resource(mr_arena_resource(a)), a_(a) {}
+
+    mr_arena *get() const noexcept { return a_; }
+
+private:
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        return detail::arena_allocate(a_, last_, bytes, align);
+    }
+    void do_deallocate(void *p, std::size_t bytes, std::size_t) override
+    {
+        detail::arena_deallocate(a_, last_, p, bytes);
+    }
+
+    mr_arena *a_;
+    void *last_ = nullptr; /* the last pointer handed out (arena_deallocate) */
+};
+
+/* pools_resource: an mr_pools as a std::pmr::memory_resource, a drop-in for
+ * std::pmr::unsynchronized_pool_resource (what pools::pmr() returns).
+ * allocate / deallocate are mr_pools_alloc / mr_pools_free inline (class
+ * lookup, pop or push); sizes above the largest pooled block and alignments
+ * above MR_POOLS_MAX_ALIGN go upstream as in C.  std::bad_alloc when the
+ * upstream fails.  Equal to every bridge resource over the same pool.
+ * p must not be NULL. */
+class pools_resource final : public bridge_resource {
+public:
+    explicit pools_resource(mr_pools *p) noexcept : bridge_resource(mr_pools_resource(p)), p_(p) {}
+
+    mr_pools *get() const noexcept { return p_; }
+
+private:
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        return detail::pools_allocate(p_, bytes, align);
+    }
+    void do_deallocate(void *q, std::size_t bytes, std::size_t align) override
+    {
+        detail::pools_deallocate(p_, q, bytes, align);
+    }
+
+    mr_pools *p_;
+};
+
+class objpool;
+
+/* objpool_resource: an mr_objpool as a std::pmr::memory_resource, for node
+ * containers whose nodes all have one size (std::pmr::list, set, map of a
+ * pool sized for their node: every allocate is one object).
+ * allocate   a request of at most the object size (mr_objpool_object_size)
+ *            pops an object inline when its alignment is at most
+ *            alignof(void *) -- or the pool's alignment, for objpool::pmr()
+ *            -- and otherwise goes through mr_objpool_resource, which takes
+ *            alignments up to the pool's; a larger size (std::bad_alloc) or
+ *            alignment (std::bad_alloc) cannot be served.
+ * deallocate mr_objpool_free inline (the object is reused first).
+ * Equal to every bridge resource over the same pool.  p must not be NULL. */
+class objpool_resource final : public bridge_resource {
+public:
+    explicit objpool_resource(mr_objpool *p) noexcept : objpool_resource(p, alignof(void *)) {}
+
+    mr_objpool *get() const noexcept { return p_; }
+
+private:
+    friend class objpool;
+    /* fast_align: an alignment every object of p has (the pool's, or less) */
+    objpool_resource(mr_objpool *p, std::size_t fast_align) noexcept
+        : bridge_resource(mr_objpool_resource(p)), p_(p), size_(mr_objpool_object_size(p)), fast_align_(fast_align)
+    {
+    }
+
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        return detail::objpool_allocate(p_, resource(), size_, fast_align_, bytes, align);
+    }
+    void do_deallocate(void *q, std::size_t bytes, std::size_t align) override
+    {
+        detail::objpool_deallocate(p_, resource(), size_, fast_align_, q, bytes, align);
+    }
+
+    mr_objpool *p_;
+    std::size_t size_;       /* mr_objpool_object_size(p_) */
+    std::size_t fast_align_; /* alignments up to this take the inline path */
+};
+
+/* resource_adaptor: any mr_resource as a std::pmr::memory_resource.
+ * allocate -> mr_allocate, deallocate -> mr_deallocate (same size and
+ * alignment) -- except that the view of a memres arena, pools or objpool
+ * (mr_arena_resource, mr_pools_resource, mr_objpool_resource), and an
+ * allocator given directly, are recognised at construction and served by
+ * that allocator's inline path, as by arena_resource, pools_resource and
+ * objpool_resource (one more compare per call).  Prefer those classes when
+ * the allocator is known; this one is for code that is handed an
+ * mr_resource.  The mr_resource is not owned and must outlive the adaptor
+ * and everything allocated through it. */
+class resource_adaptor final : public bridge_resource {
+public:
+    explicit resource_adaptor(mr_resource *r) noexcept : bridge_resource(r)
+    {
+        if (mr_arena *a = detail::arena_of_resource(r))
+            set_arena(a);
+        else if (mr_pools *p = mr_pools_of_resource(r))
+            set_pools(p);
+        else if (mr_objpool *o = mr_objpool_of_resource(r))
+            set_objpool(o);
+    }
+    explicit resource_adaptor(mr_arena *a) noexcept : bridge_resource(mr_arena_resource(a)) { set_arena(a); }
+    explicit resource_adaptor(mr_pools *p) noexcept : bridge_resource(mr_pools_resource(p)) { set_pools(p); }
+    explicit resource_adaptor(mr_objpool *p) noexcept : bridge_resource(mr_objpool_resource(p)) { set_objpool(p); }
+
+private:
+    enum class kind : unsigned char { other, arena, pools, objpool };
+
+    void set_arena(mr_arena *a) noexcept
+    {
+        kind_ = kind::arena;
+        arena_ = a;
+    }
+    void set_pools(mr_pools *p) noexcept
+    {
+        kind_ = kind::pools;
+        pools_ = p;
+    }
+    void set_objpool(mr_objpool *p) noexcept
+    {
+        kind_ = kind::objpool;
+        objpool_ = p;
+        obj_size_ = mr_objpool_object_size(p);
+    }
+
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        if (kind_ == kind::arena)
+            return detail::arena_allocate(arena_, last_, bytes, align);
+        if (kind_ == kind::pools)
+            return detail::pools_allocate(pools_, bytes, align);
+        if (kind_ == kind::objpool)
+            return detail::objpool_allocate(objpool_, resource(), obj_size_, alignof(void *), bytes, align);
+        void *p = mr_allocate(resource(), bytes, align);
+        if (MR_UNLIKELY(p == nullptr))
+            detail::throw_bad_alloc();
+        return p;
+    }
+
+    void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
+    {
+        if (kind_ == kind::arena)
+            detail::arena_deallocate(arena_, last_, p, bytes);
+        else if (kind_ == kind::pools)
+            detail::pools_deallocate(pools_, p, bytes, align);
+        else if (kind_ == kind::objpool)
+            detail::objpool_deallocate(objpool_, resource(), obj_size_, alignof(void *), p, bytes, align);
+        else
+            mr_deallocate(resource(), p, bytes, align);
+    }
+
+    kind kind_ = kind::other;
+    union {
+        void *none_ = nullptr;
+        mr_arena *arena_;
+        mr_pools *pools_;
+        mr_objpool *objpool_;
+    };
+    std::size_t obj_size_ = 0; /* kind::objpool: mr_objpool_object_size */
+    void *last_ = nullptr;     /* kind::arena: the last pointer handed out */
 };
 
 /* ---------------------------------------------------------------------------
@@ -185,9 +430,9 @@ static_assert(std::is_standard_layout_v<pmr_resource>, "pmr_resource must be sta
  *
  * Construction throws std::bad_alloc (upstream failed) or
  * std::invalid_argument (bad options: see mr_arena_create).  alloc throws
- * std::bad_alloc; the other members never throw.  pmr() is a
- * resource_adaptor over this arena (inline; deallocate frees only the
- * newest allocation), valid as long as the arena. */
+ * std::bad_alloc; the other members never throw.  pmr() is an
+ * arena_resource over this arena (inline; deallocate frees only the newest
+ * allocation), valid as long as the arena. */
 class arena {
 public:
     using mark = mr_arena_mark;
@@ -276,7 +521,7 @@ private:
     }
 
     mr_arena *a_;
-    resource_adaptor pmr_;
+    arena_resource pmr_;
 };
 
 /* ---------------------------------------------------------------------------
@@ -328,15 +573,16 @@ private:
 /* ---------------------------------------------------------------------------
  * objpool: owns an mr_objpool of objects of one size.
  * Construction throws std::invalid_argument (object_size 0, bad alignment)
- * or std::bad_alloc; alloc throws std::bad_alloc; the rest never throw. */
+ * or std::bad_alloc; alloc throws std::bad_alloc; the rest never throw.
+ * pmr() is an objpool_resource over it (inline up to the pool's alignment),
+ * valid as long as the pool: size the pool for a node container's node
+ * (std::pmr::list<T> over objpool{node size, node alignment}). */
 class objpool {
 public:
     explicit objpool(std::size_t object_size, std::size_t align = alignof(std::max_align_t),
                      const mr_objpool_options *opts = nullptr)
-        : p_(mr_objpool_create(object_size, align, opts))
+        : p_(create(object_size, align, opts)), pmr_(p_, align > alignof(void *) ? align : alignof(void *))
     {
-        if (p_ == nullptr)
-            detail::throw_create_error("memres: mr_objpool_create: invalid size or alignment");
     }
     ~objpool() { mr_objpool_destroy(p_); }
     objpool(const objpool &) = delete;
@@ -361,13 +607,23 @@ public:
     }
     mr_objpool *get() const noexcept { return p_; }
     /* mr_objpool_resource: allocations up to the object size only */
-    mr_resource *resource() const noexcept { return mr_objpool_resource(p_); }
+    mr_resource *resource() const noexcept { return pmr_.resource(); }
+    std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
 
 private:
+    static mr_objpool *create(std::size_t object_size, std::size_t align, const mr_objpool_options *opts)
+    {
+        mr_objpool *p = mr_objpool_create(object_size, align, opts);
+        if (p == nullptr)
+            detail::throw_create_error("memres: mr_objpool_create: invalid size or alignment");
+        return p;
+    }
+
     mr_objpool *p_;
+    objpool_resource pmr_;
 };
 /* ---------------------------------------------------------------------------
- * pools: owns an mr_pools (size classes).  pmr() is a resource_adaptor over
+ * pools: owns an mr_pools (size classes).  pmr() is a pools_resource over
  * it (mr_pools_alloc / mr_pools_free inline): a drop-in for
  * std::pmr::unsynchronized_pool_resource (synchronized_pool_resource once
  * thread_safe is implemented).  Construction throws std::invalid_argument
@@ -416,7 +672,7 @@ private:
     }
 
     mr_pools *p_;
-    resource_adaptor pmr_;
+    pools_resource pmr_;
 };
 } // namespace memres
 

@@ -169,6 +169,12 @@ MR_API bool mr_objpool_check(const mr_objpool *p);
  * and align are not needed).  Equal only to itself.  Not thread-safe. */
 MR_API mr_resource *mr_objpool_resource(mr_objpool *p);
 
+/* The pool whose mr_objpool_resource() view r is; NULL when r is NULL or any
+ * other resource.  O(1), calls nothing through r.  Lets a wrapper handed an
+ * mr_resource (the C++ bridge, memres.hpp) use mr_objpool_alloc /
+ * mr_objpool_free inline. */
+MR_API mr_objpool *mr_objpool_of_resource(mr_resource *r);
+
 #ifdef __cplusplus
 }
 #endif
