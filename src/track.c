@@ -18,7 +18,7 @@
 #include "internal.h"
 #include "track.h"
 
-#if MR_SANITIZED && MRI_TRACKING
+#ifdef MRI_ASAN
 #  include <pthread.h>
 #  include <sanitizer/common_interface_defs.h>
 

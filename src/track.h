@@ -26,6 +26,7 @@
 #  if __has_include(<sanitizer/asan_interface.h>)
 #    include <sanitizer/asan_interface.h>
 #    define MRI_TRACKING 1
+#    define MRI_ASAN 1
 #    define mri_track_poison(p, n)   ASAN_POISON_MEMORY_REGION((const void *)(p), (size_t)(n))
 #    define mri_track_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION((const void *)(p), (size_t)(n))
 #  endif
@@ -47,7 +48,7 @@
  * lent and returned here, so that if ASan dies on one never returned (an
  * arena over a stack buffer that was not destroyed: a false report in some
  * later function), the report ends with a line naming the buffer. */
-#if MR_SANITIZED && MRI_TRACKING
+#ifdef MRI_ASAN
 void mri_track_lend(const void *buf, size_t n);
 void mri_track_unlend(const void *buf);
 #else
