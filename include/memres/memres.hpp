@@ -95,7 +95,9 @@ namespace detail {
  * memory instead of an error.) */
 inline void *arena_allocate(mr_arena *a, void *&last, std::size_t bytes, std::size_t align)
 {
-    void *p = MR_LIKELY(align <= MR_ARENA_ALIGN) ? mr_arena_alloc(a, bytes) : mr_arena_alloc_aligned(a, bytes, align);
+    void *p = MR_LIKELY(align <= 8)                ? mri_arena_alloc_down8(a, bytes)
+              : MR_LIKELY(align <= MR_ARENA_ALIGN) ? mr_arena_alloc(a, bytes)
+                                                   : mr_arena_alloc_aligned(a, bytes, align);
     if (MR_UNLIKELY(p == nullptr))
         throw_bad_alloc();
     last = p;

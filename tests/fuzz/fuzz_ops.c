@@ -169,7 +169,8 @@ static void step(state *s)
             for (size_t j = 0; j < keep; j++)
                 if (q[j] != old.fill) FAIL("realloc lost contents at %zu", j);
             s->lv[i] = s->lv[--s->nlive];
-            add_live(s, q, n, MR_ARENA_ALIGN, ARENA);
+            /* a moved result is aligned to MR_ARENA_ALIGN; one that stayed keeps p's */
+            add_live(s, q, n, q == old.p ? old.align : MR_ARENA_ALIGN, ARENA);
             break;
         }
         break;
