@@ -871,8 +871,8 @@ MR_API void mri_arena_free_newest_slow(mr_arena *a, void *p, size_t size)
     if (mri_arena_is_newest(a, p, size)) {
         mri_track_poison(p, mri_align_up_nocheck(size, ALIGN));
         a->hot.ptr = (uintptr_t)p;
-    } else if ((uintptr_t)p == a->hot.end && a->hot.cur != NULL && size <= MRI_MAX_SIZE) {
-        mri_track_poison(p, size); /* the newest of the top side (strings, down8) */
+    } else if (mri_arena_is_newest_top(a, p, size)) {
+        mri_track_poison(p, size);
         a->hot.end = (uintptr_t)p + size;
     }
 }

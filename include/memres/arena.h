@@ -273,6 +273,14 @@ static inline bool mri_arena_is_newest(const mr_arena *a, const void *p, size_t 
            h->ptr - (uintptr_t)p == ((size + MR_ARENA_ALIGN - 1) & ~(uintptr_t)(MR_ARENA_ALIGN - 1));
 }
 
+/* Private: is p (size bytes) the newest allocation of the top side (packed
+ * strings, mri_arena_alloc_down8)?  It then starts at hot.end. */
+static inline bool mri_arena_is_newest_top(const mr_arena *a, const void *p, size_t size)
+{
+    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
+    return (uintptr_t)p == h->end && h->cur != NULL && size <= (size_t)PTRDIFF_MAX;
+}
+
 /* Private: gives back p (size bytes) when it is the newest allocation: the
  * resource view's deallocate, inline for the C++ bridge.  Out of line in
  * sanitizer builds, which poison what comes back. */
@@ -283,8 +291,8 @@ static inline void mri_arena_free_newest(mr_arena *a, void *p, size_t size)
     struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
     if (mri_arena_is_newest(a, p, size))
         h->ptr = (uintptr_t)p;
-    else if ((uintptr_t)p == h->end && h->cur != NULL && size <= (size_t)PTRDIFF_MAX)
-        h->end = (uintptr_t)p + size; /* the newest of the top side (mri_arena_alloc_down8) */
+    else if (mri_arena_is_newest_top(a, p, size))
+        h->end = (uintptr_t)p + size;
 #else
     mri_arena_free_newest_slow(a, p, size);
 #endif
