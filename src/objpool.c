@@ -66,6 +66,7 @@
 #include "internal.h"
 #include "ledger.h"
 #include "memres/objpool.h"
+#include "tcache.h"
 #include "track.h"
 
 #define LINK MRI_LINK
@@ -85,6 +86,9 @@ struct mr_objpool {
     size_t block_bytes;    /* per_block * hot.size */
     size_t align;          /* alignment of objects and blocks, >= LINK_ALIGN */
     mri_ledger ledger;     /* upstream accounting, the header included */
+    size_t header_bytes;   /* this struct (and, thread-safe, the engine after it) */
+    struct mri_tc *tc;     /* thread_safe: the thread caches, one class (tcache.c);
+                              blocks/directory unused */
 };
 
 /* ---- blocks ---- */
@@ -189,8 +193,10 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
 {
     if (!mri_is_pow2(align) || object_size == 0 || object_size > MRI_MAX_SIZE)
         return mri_fail(EINVAL);
+    const bool ts = opts != NULL && opts->thread_safe;
     size_t a = align < LINK_ALIGN ? LINK_ALIGN : align;
-    size_t size = object_size < LINK ? LINK : object_size;
+    size_t min = ts ? 2 * LINK : LINK; /* thread caches keep two words in a free object */
+    size_t size = object_size < min ? min : object_size;
     size_t per_block = (opts != NULL && opts->objects_per_block != 0) ? opts->objects_per_block
                                                                        : MR_OBJPOOL_DEFAULT_OBJECTS_PER_BLOCK;
     size_t block_bytes;
@@ -199,12 +205,15 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         return mri_fail(EINVAL);
     mr_resource *up = (opts != NULL && opts->upstream != NULL) ? opts->upstream : mr_get_default_resource();
 
+    size_t off = mri_align_up_nocheck(sizeof(struct mr_objpool), HEADER_ALIGN);
+    size_t header_bytes = ts ? off + mri_tc_bytes(1) : sizeof(struct mr_objpool);
     mri_ledger ledger = {0};
-    mr_objpool *p = mri_ledger_allocate(&ledger, up, sizeof *p, HEADER_ALIGN);
+    mr_objpool *p = mri_ledger_allocate(&ledger, up, header_bytes, HEADER_ALIGN);
     if (MR_UNLIKELY(p == NULL))
         return mri_fail(ENOMEM);
-    memset(p, 0, sizeof *p);
+    memset(p, 0, header_bytes);
     p->ledger = ledger;
+    p->header_bytes = header_bytes;
     p->hot.size = size;
     p->hot.key = mri_os_random();
     p->resource.ops = &view_ops;
@@ -212,6 +221,16 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     p->per_block = per_block;
     p->block_bytes = block_bytes;
     p->align = a;
+    if (ts) {
+        p->hot.guard = UINTPTR_MAX;
+        p->tc = mri_tc_layout((char *)p + off, 1, &p->ledger, up, p->hot.key);
+        struct mri_tc_class *cls = &p->tc->classes[0];
+        cls->size = size;
+        cls->align = a;
+        cls->first_blocks = cls->max_blocks = per_block;
+        cls->round = false;
+        mri_tc_start(p->tc);
+    }
     MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
     return p;
 }
@@ -220,9 +239,12 @@ MR_API void mr_objpool_destroy(mr_objpool *p)
 {
     if (p == NULL)
         return;
-    mr_objpool_release(p);
+    if (p->tc != NULL)
+        mri_tc_fini(p->tc); /* the caches too, and no thread finds them again */
+    else
+        mr_objpool_release(p);
     mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
-    mri_ledger_deallocate(&ledger, p->upstream, p, sizeof *p, HEADER_ALIGN);
+    mri_ledger_deallocate(&ledger, p->upstream, p, p->header_bytes, HEADER_ALIGN);
 }
 
 /* ---- slow paths ---- */
@@ -231,6 +253,12 @@ MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p)
 {
     MR_ASSERT(p != NULL, "mr_objpool_alloc: pool is NULL");
     struct mri_objpool_hot *h = &p->hot;
+    if (p->tc != NULL) {
+        void *obj = mri_tc_alloc(p->tc, 0);
+        if (obj != NULL)
+            mri_track_unpoison(obj, h->size);
+        return obj;
+    }
     void *obj = h->free;
     if (obj != NULL) { /* only callers built with ASan come here with a free object */
         h->free = mri_link_get(obj, h->key);
@@ -253,6 +281,12 @@ MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
     if (obj == NULL)
         return;
     struct mri_objpool_hot *h = &p->hot;
+    if (p->tc != NULL) {
+        if (MRI_TRACKING) /* a free object is poisoned: a double free is reported */
+            (void)*(volatile const char *)obj;
+        mri_tc_free(p->tc, obj, 0);
+        return;
+    }
     /* A live object is unpoisoned; writing the link into one already freed
      * (double free, free after reset) is what ASan reports here. */
     mri_link_store(obj, h->free, h->key);
@@ -264,9 +298,19 @@ MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
 
 /* ---- reset / release ---- */
 
+MR_API void mr_objpool_thread_flush(mr_objpool *p)
+{
+    if (p != NULL && p->tc != NULL)
+        mri_tc_flush(p->tc);
+}
+
 MR_API void mr_objpool_reset(mr_objpool *p)
 {
     MR_ASSERT(p != NULL, "mr_objpool_reset: pool is NULL");
+    if (p->tc != NULL) {
+        mri_tc_reset(p->tc, false);
+        return;
+    }
     /* Blocks past `used` were poisoned when taken or at an earlier reset and
      * have not been carved since. */
     if (MRI_TRACKING)
@@ -282,6 +326,10 @@ MR_API void mr_objpool_reset(mr_objpool *p)
 MR_API void mr_objpool_release(mr_objpool *p)
 {
     MR_ASSERT(p != NULL, "mr_objpool_release: pool is NULL");
+    if (p->tc != NULL) {
+        mri_tc_reset(p->tc, true);
+        return;
+    }
     for (size_t i = 0; i < p->nblocks; i++) {
         mri_track_unpoison(p->blocks[i], p->block_bytes);
         give_back(p, p->blocks[i], p->block_bytes, p->align);
@@ -293,7 +341,7 @@ MR_API void mr_objpool_release(mr_objpool *p)
     p->hot.free = NULL;
     p->hot.ptr = p->hot.end = 0;
     p->hot.frees = p->hot.allocations;
-    MR_ASSERT_INTERNAL(p->ledger.held == sizeof *p);
+    MR_ASSERT_INTERNAL(p->ledger.held == p->header_bytes);
     MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
 }
 
@@ -302,6 +350,16 @@ MR_API void mr_objpool_release(mr_objpool *p)
 MR_API void mr_objpool_stats(const mr_objpool *p, mr_stats *out)
 {
     MR_ASSERT(p != NULL && out != NULL, "mr_objpool_stats: NULL argument");
+    if (p->tc != NULL) {
+        size_t a, f;
+        mri_tc_counts(p->tc, 0, &a, &f);
+        mri_tc_lock(p->tc);
+        mri_ledger_stats(&p->ledger, out);
+        mri_tc_unlock(p->tc);
+        out->in_use = (a > f ? a - f : 0) * p->hot.size; /* a snapshot */
+        out->allocations = a;
+        return;
+    }
     mri_ledger_stats(&p->ledger, out);
     out->in_use = (p->hot.allocations - p->hot.frees) * p->hot.size;
     out->allocations = p->hot.allocations;
@@ -380,6 +438,17 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
     CHECK(size >= LINK && size % p->align == 0, "object size %zu with alignment %zu", size, p->align);
     CHECK(p->per_block > 0 && !mri_mul_overflow(size, p->per_block, &prod) && prod == p->block_bytes,
           "block bytes %zu != %zu objects * %zu", p->block_bytes, p->per_block, size);
+    if (p->tc != NULL) {
+        const struct mri_tc_class *cls = &p->tc->classes[0];
+        CHECK(h->guard == UINTPTR_MAX && h->free == NULL && h->ptr == 0 && h->end == 0 && p->nblocks == 0,
+              "thread-safe pool with inline paths enabled");
+        CHECK(cls->size == size && cls->align == p->align && cls->max_blocks == p->per_block,
+              "thread caches: object size %zu, alignment %zu, %zu per block", cls->size, cls->align, cls->max_blocks);
+        size_t held = p->header_bytes, blocks = 1;
+        return mri_tc_check(p->tc, "mr_objpool_check", p, &held, &blocks) &&
+               mri_ledger_verify(&p->ledger, "mr_objpool_check", p, held, blocks);
+    }
+    CHECK(h->guard == 0, "guard %#jx in a pool that is not thread-safe", (uintmax_t)h->guard);
     CHECK(p->used <= p->nblocks && p->nblocks <= p->cap, "used %zu, blocks %zu, directory %zu", p->used,
           p->nblocks, p->cap);
     CHECK((p->cap == 0) == (p->blocks == NULL), "directory %p with capacity %zu", (void *)p->blocks, p->cap);
@@ -390,7 +459,8 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
         for (size_t j = 0; j < i && p->nblocks <= 64; j++)
             CHECK(p->blocks[j] != p->blocks[i], "block %zu listed twice", i);
     }
-    if (!mri_ledger_verify(&p->ledger, "mr_objpool_check", p, sizeof *p + p->nblocks * p->block_bytes + p->cap * LINK,
+    if (!mri_ledger_verify(&p->ledger, "mr_objpool_check", p,
+                           p->header_bytes + p->nblocks * p->block_bytes + p->cap * LINK,
                            1 + p->nblocks + (p->cap != 0)))
         return false;
 

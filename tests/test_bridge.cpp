@@ -891,14 +891,16 @@ void test_pools_owner(void **state)
         p.release();
     }
 
-    /* thread_safe is not implemented yet: create fails with EINVAL, which the
-     * owner turns into std::invalid_argument (any other exception fails) */
-    try {
+    /* a thread-safe pool behind the same owner */
+    {
         mr_pools_options o{};
         o.thread_safe = true;
         memres::pools ts{o};
-        assert_non_null(ts.get());
-    } catch (const std::invalid_argument &) {
+        std::pmr::vector<int> v(ts.pmr());
+        for (int i = 0; i < 1000; i++)
+            v.push_back(i);
+        assert_int_equal(v[999], 999);
+        assert_true(mr_pools_check(ts.get()));
     }
 }
 

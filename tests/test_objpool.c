@@ -27,7 +27,7 @@
 
 static mr_objpool *mk(mrt_upstream *u, size_t size, size_t align, size_t per_block)
 {
-    mr_objpool_options o = {&u->base, per_block};
+    mr_objpool_options o = {.upstream = &u->base, .objects_per_block = per_block};
     return mr_objpool_create(size, align, &o);
 }
 
@@ -135,7 +135,7 @@ static void test_create_upstream_fails(void **state)
     assert_int_equal(u->calls, 1);
     mrt_assert_balanced(u);
 
-    mr_objpool_options o = {mr_null_resource(), 0};
+    mr_objpool_options o = {.upstream = mr_null_resource()};
     mrt_assert_fails(mr_objpool_create(40, 8, &o), ENOMEM);
 }
 
@@ -197,7 +197,7 @@ static void test_defaults(void **state)
     mrt_assert_balanced(u);
 
     /* options with zero fields mean the defaults too */
-    mr_objpool_options o = {NULL, 0};
+    mr_objpool_options o = {.upstream = NULL};
     old = mr_set_default_resource(&u->base);
     p = mr_objpool_create(16, 16, &o);
     mr_set_default_resource(old);
@@ -438,7 +438,7 @@ static void test_alignment(void **state)
 
 static void overhead_case(size_t size, size_t n, size_t bound)
 {
-    mr_objpool_options o = {mr_malloc_resource(), 0};
+    mr_objpool_options o = {.upstream = mr_malloc_resource()};
     mr_objpool *p = mr_objpool_create(size, 8, &o);
     assert_non_null(p);
     for (size_t i = 0; i < n; i++) {

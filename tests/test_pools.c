@@ -6,7 +6,7 @@
  * from upstream, reuse without upstream traffic, direct (large) requests
  * tracked and returned at once, reset keeping chunks, release and destroy
  * balanced, chunk sizes never a power of two plus a header, bad input,
- * stats, options, the resource view, thread_safe -> EINVAL; a fault sweep
+ * stats, options, the resource view, a thread-safe pool on one thread; a fault sweep
  * (fail the Nth upstream request for every N until the scenario completes);
  * and a seeded random stress against a shadow model that writes a pattern
  * into every block and checks it before the block is freed.
@@ -432,12 +432,58 @@ static void test_options(void **state)
     mr_pools_destroy(p);
 }
 
-static void test_thread_safe_einval(void **state)
+/* A thread-safe pool used by one thread: the same contract as an
+ * unsynchronised one (tests/test_pools_threads.c has the threads). */
+static void test_thread_safe_one_thread(void **state)
 {
     mrt_upstream *u = *state;
-    mr_pools_options o = {&u->base, 0, 0, true};
-    mrt_assert_fails(mr_pools_create(&o), EINVAL);
-    assert_int_equal(u->calls, 0);
+    mr_pools_options o = {.upstream = &u->base, .thread_safe = true};
+    mr_pools *p = mr_pools_create(&o);
+    assert_non_null(p);
+    mr_pools_options got;
+    mr_pools_get_options(p, &got);
+    assert_true(got.thread_safe);
+    assert_int_equal(got.largest_required_pool_block, MR_POOLS_DEFAULT_POOL_BLOCK);
+    assert_true(mr_pools_check(p));
+    enum { N = 3000 };
+    static void *b[N];
+    size_t in_use = 0;
+    for (size_t i = 0; i < N; i++) {
+        size_t size = 1 + (i * 37) % 700, align = (size_t)1 << (i % 6);
+        b[i] = mr_pools_alloc(p, size, align);
+        assert_non_null(b[i]);
+        assert_int_equal((uintptr_t)b[i] % align, 0);
+        memset(b[i], (int)i, size);
+        in_use += mr_pools_block_size(p, size, align);
+    }
+    void *big = mr_pools_alloc(p, 100000, 8); /* direct */
+    assert_non_null(big);
+    mr_stats st;
+    mr_pools_stats(p, &st);
+    assert_int_equal(st.in_use, in_use + 100000);
+    assert_int_equal(st.allocations, N + 1);
+    assert_true(mr_pools_check(p));
+    for (size_t i = 0; i < N; i += 2)
+        mr_pools_free(p, b[i], 1 + (i * 37) % 700, (size_t)1 << (i % 6));
+    mr_pools_free(p, big, 100000, 8);
+    mr_pools_thread_flush(p); /* the free blocks go to the shared lists */
+    assert_true(mr_pools_check(p));
+    for (size_t i = 0; i < N; i += 2) { /* reused: no new chunk */
+        size_t held = (mr_pools_stats(p, &st), st.held);
+        b[i] = mr_pools_alloc(p, 1 + (i * 37) % 700, (size_t)1 << (i % 6));
+        assert_non_null(b[i]);
+        mr_pools_stats(p, &st);
+        assert_int_equal(st.held, held);
+    }
+    assert_true(mr_pools_check(p));
+    mr_pools_reset(p);
+    mr_pools_stats(p, &st);
+    assert_int_equal(st.in_use, 0);
+    assert_true(mr_pools_check(p));
+    assert_non_null(mr_pools_alloc(p, 24, 8));
+    mr_pools_release(p);
+    assert_true(mr_pools_check(p));
+    mr_pools_destroy(p);
 }
 
 static void test_bad_input(void **state)
@@ -765,7 +811,7 @@ int main(void)
         mrt_unit_test(test_direct_tracked),
         mrt_unit_test(test_chunk_sizes),
         mrt_unit_test(test_options),
-        mrt_unit_test(test_thread_safe_einval),
+        mrt_unit_test(test_thread_safe_one_thread),
         mrt_unit_test(test_bad_input),
         mrt_unit_test(test_stats),
         mrt_unit_test(test_resource_view),

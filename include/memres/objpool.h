@@ -35,6 +35,7 @@
 #ifndef MEMRES_OBJPOOL_H
 #define MEMRES_OBJPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -50,6 +51,8 @@ typedef struct mr_objpool mr_objpool;
 typedef struct mr_objpool_options {
     mr_resource *upstream;      /* NULL: mr_get_default_resource() at create time */
     size_t objects_per_block;   /* objects in each block; 0: 1024 */
+    bool   thread_safe;         /* any thread may allocate and free (see "Threads" below);
+                                   objects are then at least 16 bytes */
 } mr_objpool_options;
 
 /* The objects per block when the options say 0. */
@@ -89,6 +92,9 @@ struct mri_objpool_hot {
     size_t    allocations;  /* successful allocations so far */
     size_t    frees;        /* objects freed so far (reset counts all live ones) */
     uintptr_t key;          /* free-list link encoding (mri_link_load) */
+    uintptr_t guard;        /* 0; UINTPTR_MAX in a thread-safe pool, whose frees
+                               (like its allocations: free and ptr == end stay 0)
+                               all leave the inline path */
 };
 
 /* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
@@ -126,15 +132,20 @@ static inline void mr_objpool_free(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
-    if (MR_LIKELY(obj != NULL)) {
+    if (MR_LIKELY((uintptr_t)obj > h->guard)) { /* not NULL, and not thread-safe */
         mri_link_store(obj, h->free, h->key);
         h->free = obj;
         h->frees++;
+        return;
     }
-#else
-    mri_objpool_free_slow(p, obj);
 #endif
+    mri_objpool_free_slow(p, obj);
 }
+
+/* Thread-safe pools only: the calling thread hands back the objects it
+ * caches for p.  Automatic when the thread exits.  A pool that is not
+ * thread-safe: no-op.  NULL: no-op. */
+MR_API void mr_objpool_thread_flush(mr_objpool *p);
 
 /* Frees every object at once and keeps every block: the next allocations
  * carve the same blocks again, in the same order, with no upstream call.

@@ -77,7 +77,7 @@ typedef struct mr_pools_options {
     size_t largest_required_pool_block; /* larger requests go straight upstream; rounded up
                                            to a class, at most MR_POOLS_MAX_POOL_BLOCK;
                                            0: MR_POOLS_DEFAULT_POOL_BLOCK */
-    bool   thread_safe;                 /* not implemented yet: true -> create fails, EINVAL */
+    bool   thread_safe;                 /* any thread may allocate and free (see "Threads" above) */
 } mr_pools_options;
 
 /* largest_required_pool_block when the options say 0 (std::pmr in libstdc++
@@ -230,6 +230,12 @@ static inline void *mr_pools_realloc(mr_pools *p, void *ptr, size_t old_size, si
 #endif
     return mri_pools_realloc_slow(p, ptr, old_size, new_size, align);
 }
+
+/* Thread-safe pools only: the calling thread hands back what it caches for
+ * p (its free blocks and the rest of its chunk carving go where every
+ * thread can take them).  Automatic when the thread exits.  A pool that is
+ * not thread-safe: no-op.  NULL: no-op. */
+MR_API void mr_pools_thread_flush(mr_pools *p);
 
 /* Frees every block and returns every chunk and direct block upstream; the
  * pool keeps only its header and stays usable (chunk growth starts again). */

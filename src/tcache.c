@@ -1,0 +1,892 @@
+/* SPDX-License-Identifier: MIT */
+/* src/tcache.c -- thread caches: what makes mr_pools and mr_objpool safe to
+ * share between threads (thread_safe = true) with no lock and no shared
+ * written cache line on the common path.
+ *
+ * Structure.  Each (pool, thread) pair has a cache: per class, the state an
+ * unsynchronised pool has (a free list and a carving region [bump, end)),
+ * private to the thread.  Each class also has shared state under its own
+ * mutex: a stack of batches of free blocks, a list of carving regions
+ * handed back, and the class's chunks.
+ *
+ *   alloc  pop the thread's list, else carve its region, else (refill) take
+ *          a batch, else a region, else a kept chunk (after reset), else a
+ *          new chunk from upstream -- in that order: a new chunk is taken
+ *          only when no free block of the class is reachable by the thread.
+ *   free   push on the thread's list -- whichever thread allocated the
+ *          block (the size is given: the class is known, no owner lookup);
+ *          when the list holds more than its limit, one batch of its blocks
+ *          goes to the shared stack (one lock per batch).
+ *   exit   (pthread key destructor) the thread's lists become batches, its
+ *          regions go to the shared list; the cache itself is parked on the
+ *          pool's spare list for the next thread (no upstream call at exit).
+ *
+ * Why not send blocks back to the thread that carved them (mimalloc,
+ * snmalloc): that needs the owner of every block, i.e. a header or aligned
+ * chunks and a lookup on every free; memres is told the size at free, so
+ * any thread can keep the block for its own next request of that class,
+ * and the limit keeps a thread that only frees from hoarding.
+ *
+ * The limit of a thread's list for a class is min_limit (two batches) plus
+ * the blocks of the chunks that thread itself took from upstream since the
+ * last reset ("own peak"): a thread that frees what it allocated keeps it
+ * all, as an unsynchronised pool would (binary-trees: no lock at all), and a
+ * thread that only frees keeps at most min_limit.
+ *
+ * Memory bound.  For every class, at every moment,
+ *     capacity <= live + sum over threads T of (limit_T + region_T)
+ *                      + shared batches and regions,
+ * and a chunk is taken only when the taking thread's list and region and
+ * the shared lists are empty (the shared part is then 0), so the chunks
+ * ever taken satisfy
+ *     held_blocks <= peak live + sum over other threads (min_limit + own
+ *                    chunk blocks + one region) + the new chunk.
+ * Rounds of fresh threads add nothing: an exiting thread's blocks and
+ * region go to the shared lists, where the next round takes them first
+ * (tests/test_pools_threads.c proves it on exact held).
+ *
+ * Cache lookup.  Each pool has an id from a global counter, never reused.
+ * A thread keeps a direct-mapped table id -> cache (MRI_TC_SLOTS entries,
+ * static TLS) in front of its list of caches; a stale entry of a destroyed
+ * pool never matches a later pool at the same address.  The first use of a
+ * pool by a thread takes a spare cache, or a new one from upstream.
+ *
+ * Locks, in this order (no path takes an earlier one while holding a later
+ * one; no upstream call is made with any of them held):
+ *     g_mu (global: thread exit, cache attach, pool destroy/reset, fork)
+ *       -> thread mu (a thread's list of caches)
+ *         -> class mu (shared lists of one class of one pool)
+ *           -> pool mu (ledger, chunk records, cache lists)
+ * The common path takes none.  A refill takes its class's mu once; a new
+ * chunk takes the pool's mu twice around the upstream call.
+ *
+ * Fork.  pthread_atfork takes every lock above before fork and releases
+ * them after in both processes, so the child sees consistent shared lists.
+ * In the child, the caches of the threads that did not come along move to
+ * the pool's lost list: their free blocks and regions are not reused
+ * (they stay held until release or destroy) -- their threads may have been
+ * in the middle of a push or pop.
+ *
+ * Batches and regions live in the free blocks themselves (every block is at
+ * least two words): a batch's first block holds the next batch in its
+ * second word, its second block (if any) the batch's block count; a
+ * region's first block holds the next region and the region's end.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcache.h"
+
+#define LINK MRI_LINK
+#define REC_PAGE_BYTES ((size_t)4096)
+#define BATCH_BYTES ((size_t)16 * 1024) /* a batch moves about this much ... */
+#define BATCH_MIN ((size_t)2)           /* ... and at least 2, at most 128 blocks */
+#define BATCH_MAX ((size_t)128)
+
+__thread struct mri_tc_thread mri_tc_self __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+static bool g_key_ok;
+static struct mri_tc *g_engines; /* every engine (under g_mu) */
+static uint64_t g_next_id;       /* atomic */
+
+/* ---- second words: batch and region records inside free blocks ---- */
+
+static uintptr_t word1_get(const void *b)
+{
+    const char *w = (const char *)b + LINK;
+    mri_track_unpoison(w, LINK);
+    uintptr_t v;
+    memcpy(&v, w, sizeof v);
+    mri_track_poison(w, LINK);
+    return v;
+}
+
+static void word1_set(void *b, uintptr_t v)
+{
+    char *w = (char *)b + LINK;
+    mri_track_unpoison(w, LINK);
+    memcpy(w, &v, sizeof v);
+    mri_track_poison(w, LINK);
+}
+
+/* Pushes the chain head (n blocks, NULL-terminated) on the class's stack. */
+static void batch_push(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
+{
+    if (n >= 2)
+        word1_set(mri_link_get(head, t->key), n);
+    pthread_mutex_lock(&cls->mu);
+    word1_set(head, (uintptr_t)cls->batches ^ t->key);
+    cls->batches = head;
+    cls->batched += n;
+    pthread_mutex_unlock(&cls->mu);
+}
+
+/* The size of a batch whose first block is head. */
+static size_t batch_count(const struct mri_tc *t, const void *head)
+{
+    const void *second = mri_link_get(head, t->key);
+    return second == NULL ? 1 : (size_t)word1_get(second);
+}
+
+/* Cuts the first n blocks (n <= s->nfree) off the slot's list; returns them. */
+static void *cut_front(struct mri_tc *t, struct mri_tc_slot *s, size_t n)
+{
+    void *head = s->free, *last = head;
+    for (size_t k = 1; k < n; k++)
+        last = mri_link_get(last, t->key);
+    s->free = mri_link_get(last, t->key);
+    s->nfree -= n;
+    mri_link_set(last, NULL, t->key);
+    return head;
+}
+
+static void region_push_locked(struct mri_tc *t, struct mri_tc_class *cls, uintptr_t bump, uintptr_t end)
+{
+    void *b = (void *)bump;
+    mri_link_set(b, cls->regions, t->key);
+    word1_set(b, end);
+    cls->regions = b;
+    cls->region_blocks += (end - bump) / cls->size;
+}
+
+/* ---- the pool lock around upstream calls ---- */
+
+void *mri_tc_up_allocate(struct mri_tc *t, size_t size, size_t align)
+{
+    mri_ledger *l = t->ledger;
+    if (MR_UNLIKELY(!mri_ledger_fits(l, size)))
+        return mri_fail(ENOMEM);
+    l->held += size; /* reserved: a concurrent request sees the cap */
+    pthread_mutex_unlock(&t->mu);
+    void *p = mr_allocate(t->upstream, size, align);
+    int err = errno;
+    pthread_mutex_lock(&t->mu);
+    l->held -= size;
+    if (p == NULL) {
+        errno = err;
+        return NULL;
+    }
+    mri_ledger_note(l, size);
+    return p;
+}
+
+void mri_tc_up_deallocate(struct mri_tc *t, void *p, size_t size, size_t align)
+{
+    MR_ASSERT_INTERNAL(t->ledger->held >= size);
+    t->ledger->held -= size;
+    t->ledger->upstream_deallocations++;
+    pthread_mutex_unlock(&t->mu);
+    mr_deallocate(t->upstream, p, size, align);
+    pthread_mutex_lock(&t->mu);
+}
+
+/* ---- chunks ---- */
+
+struct rec_page {
+    struct rec_page *next;
+};
+#define REC_FIRST (mri_align_up_nocheck(sizeof(struct rec_page), alignof(struct mri_tc_chunk)))
+#define RECS_PER_PAGE ((REC_PAGE_BYTES - REC_FIRST) / sizeof(struct mri_tc_chunk))
+
+/* A chunk record, under t->mu (dropped while a record page is fetched). */
+static struct mri_tc_chunk *rec_new(struct mri_tc *t)
+{
+    if (t->rec_ptr == t->rec_end) {
+        struct rec_page *pg = mri_tc_up_allocate(t, REC_PAGE_BYTES, alignof(struct rec_page));
+        if (pg == NULL)
+            return NULL;
+        pg->next = t->rec_pages;
+        t->rec_pages = pg;
+        t->rec_page_count++;
+        /* another thread's page fetched meanwhile keeps its unused records */
+        t->rec_ptr = (uintptr_t)pg + REC_FIRST;
+        t->rec_end = t->rec_ptr + RECS_PER_PAGE * sizeof(struct mri_tc_chunk);
+    }
+    struct mri_tc_chunk *r = (struct mri_tc_chunk *)t->rec_ptr;
+    t->rec_ptr += sizeof *r;
+    return r;
+}
+
+/* The blocks of the class's next new chunk (under cls->mu). */
+static size_t next_chunk_blocks(const struct mri_tc_class *cls)
+{
+    size_t n = cls->last == NULL ? cls->first_blocks : cls->last->blocks;
+    if (cls->last != NULL)
+        n = n <= cls->max_blocks / 2 ? n * 2 : cls->max_blocks;
+    if (n > cls->max_blocks)
+        n = cls->max_blocks;
+    return n != 0 ? n : 1;
+}
+
+/* A new chunk of n blocks of cls from upstream, with its record.  No lock
+ * held on entry or exit.  NULL with errno on failure, nothing kept. */
+static struct mri_tc_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls, size_t n)
+{
+    const size_t s = cls->size;
+    size_t bytes;
+    if (mri_mul_overflow(n, s, &bytes) || bytes > MRI_MAX_SIZE)
+        return mri_fail(ENOMEM);
+    if (cls->round) {
+        size_t page = mri_os_page_size();
+        if (!mri_align_up(bytes, bytes < page ? 64 : page, &bytes))
+            return mri_fail(ENOMEM);
+        n = bytes / s < cls->max_blocks ? bytes / s : cls->max_blocks;
+    }
+    pthread_mutex_lock(&t->mu);
+    void *base = mri_tc_up_allocate(t, bytes, cls->align);
+    struct mri_tc_chunk *r = NULL;
+    if (base != NULL) {
+        r = rec_new(t);
+        if (r == NULL) {
+            int err = errno;
+            mri_tc_up_deallocate(t, base, bytes, cls->align);
+            errno = err;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (r == NULL)
+        return NULL;
+    MR_ASSERT_INTERNAL((uintptr_t)base % cls->align == 0);
+    mri_track_poison(base, bytes);
+    r->next = NULL;
+    r->base = (uintptr_t)base;
+    r->bytes = bytes;
+    r->blocks = n;
+    return r;
+}
+
+/* ---- the common path's slow ends ---- */
+
+/* The slot is empty (no free block, no region): fill it from the shared
+ * lists, else a kept chunk, else a new one; return one block. */
+MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
+{
+    struct mri_tc_class *cls = &t->classes[i];
+    const size_t size = cls->size;
+    pthread_mutex_lock(&cls->mu);
+    void *head = cls->batches;
+    if (head != NULL) {
+        cls->batches = (void *)(word1_get(head) ^ t->key);
+        size_t n = batch_count(t, head);
+        cls->batched -= n;
+        pthread_mutex_unlock(&cls->mu);
+        s->free = mri_link_get(head, t->key);
+        s->nfree = n - 1;
+        return head;
+    }
+    uintptr_t bump = 0, end = 0;
+    if (cls->regions != NULL) {
+        void *b = cls->regions;
+        cls->regions = mri_link_get(b, t->key);
+        bump = (uintptr_t)b;
+        end = word1_get(b);
+        cls->region_blocks -= (end - bump) / size;
+    } else if (cls->next != NULL) {
+        struct mri_tc_chunk *r = cls->next;
+        cls->next = r->next;
+        bump = r->base;
+        end = r->base + r->blocks * size;
+        s->limit += r->blocks;
+    }
+    if (bump != end) {
+        pthread_mutex_unlock(&cls->mu);
+    } else {
+        size_t n = next_chunk_blocks(cls);
+        pthread_mutex_unlock(&cls->mu);
+        struct mri_tc_chunk *r = chunk_new(t, cls, n);
+        if (r == NULL)
+            return NULL;
+        pthread_mutex_lock(&cls->mu);
+        MR_ASSERT_INTERNAL(cls->next == NULL);
+        if (cls->last != NULL)
+            cls->last->next = r;
+        else
+            cls->chunks = r;
+        cls->last = r;
+        cls->capacity += r->blocks;
+        pthread_mutex_unlock(&cls->mu);
+        bump = r->base;
+        end = r->base + r->blocks * size;
+        s->limit += r->blocks;
+    }
+    s->bump = bump + size;
+    s->end = end;
+    return (void *)bump;
+}
+
+/* The slot's list is over its limit: one batch goes to the shared stack. */
+MR_NOINLINE void mri_tc_spill(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
+{
+    struct mri_tc_class *cls = &t->classes[i];
+    size_t n = cls->batch;
+    batch_push(t, cls, cut_front(t, s, n), n);
+}
+
+MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i)
+{
+    struct mri_tc_class *cls = &t->classes[i];
+    mri_track_poison(b, cls->size);
+    mri_link_set(b, NULL, t->key);
+    batch_push(t, cls, b, 1);
+    pthread_mutex_lock(&cls->mu);
+    cls->frees_nocache++;
+    pthread_mutex_unlock(&cls->mu);
+}
+
+/* Moves everything slot s of class i holds to the shared lists. */
+static void slot_flush(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
+{
+    struct mri_tc_class *cls = &t->classes[i];
+    while (s->nfree != 0) {
+        size_t n = s->nfree < cls->batch ? s->nfree : cls->batch;
+        batch_push(t, cls, cut_front(t, s, n), n);
+    }
+    MR_ASSERT_INTERNAL(s->free == NULL);
+    if (s->bump != s->end) {
+        pthread_mutex_lock(&cls->mu);
+        region_push_locked(t, cls, s->bump, s->end);
+        pthread_mutex_unlock(&cls->mu);
+    }
+    s->bump = s->end = 0;
+    s->limit = cls->min_limit;
+}
+
+static void cache_flush(struct mri_tc *t, struct mri_tc_cache *c)
+{
+    for (size_t i = 0; i < t->nclasses; i++)
+        slot_flush(t, &c->slots[i], i);
+}
+
+/* ---- cache lists ---- */
+
+static void list_push(struct mri_tc_cache **head, struct mri_tc_cache *c)
+{
+    c->prev = NULL;
+    c->next = *head;
+    if (*head != NULL)
+        (*head)->prev = c;
+    *head = c;
+}
+
+static void list_remove(struct mri_tc_cache **head, struct mri_tc_cache *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        *head = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+}
+
+static void thread_remove(struct mri_tc_thread *th, struct mri_tc_cache *c)
+{
+    for (struct mri_tc_cache **pp = &th->caches; *pp != NULL; pp = &(*pp)->tnext)
+        if (*pp == c) {
+            *pp = c->tnext;
+            return;
+        }
+}
+
+/* ---- threads ---- */
+
+/* The key's destructor: a thread that used thread-safe pools exits. */
+static void thread_exit(void *arg)
+{
+    struct mri_tc_thread *th = arg;
+    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&th->mu);
+    for (struct mri_tc_cache *c = th->caches, *next; c != NULL; c = next) {
+        next = c->tnext;
+        struct mri_tc *t = c->owner;
+        cache_flush(t, c);
+        pthread_mutex_lock(&t->mu);
+        list_remove(&t->active, c);
+        list_push(&t->spare, c);
+        c->thread = NULL;
+        pthread_mutex_unlock(&t->mu);
+    }
+    th->caches = NULL;
+    memset(th->slot, 0, sizeof th->slot);
+    pthread_mutex_unlock(&th->mu);
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&g_mu);
+    for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
+        for (size_t i = 0; i < t->nclasses; i++)
+            pthread_mutex_lock(&t->classes[i].mu);
+        pthread_mutex_lock(&t->mu);
+    }
+}
+
+static void fork_parent(void)
+{
+    for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
+        pthread_mutex_unlock(&t->mu);
+        for (size_t i = 0; i < t->nclasses; i++)
+            pthread_mutex_unlock(&t->classes[i].mu);
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void fork_child(void)
+{
+    struct mri_tc_thread *self = &mri_tc_self;
+    for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
+        for (struct mri_tc_cache *c = t->active, *next; c != NULL; c = next) {
+            next = c->next;
+            if (c->thread != self) { /* its thread is not in this process */
+                list_remove(&t->active, c);
+                list_push(&t->lost, c);
+                c->thread = NULL;
+            }
+        }
+        pthread_mutex_init(&t->mu, NULL);
+        for (size_t i = 0; i < t->nclasses; i++)
+            pthread_mutex_init(&t->classes[i].mu, NULL);
+    }
+    if (self->ready)
+        pthread_mutex_init(&self->mu, NULL);
+    pthread_mutex_init(&g_mu, NULL);
+}
+
+static void global_init(void)
+{
+    g_key_ok = pthread_key_create(&g_key, thread_exit) == 0;
+    if (g_key_ok && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+        pthread_key_delete(g_key);
+        g_key_ok = false;
+    }
+}
+
+MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
+{
+    struct mri_tc_thread *self = &mri_tc_self;
+    if (!self->ready) {
+        pthread_mutex_init(&self->mu, NULL);
+        self->ready = true;
+    }
+    struct mri_tc_cache *c;
+    pthread_mutex_lock(&self->mu);
+    for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)
+        ;
+    pthread_mutex_unlock(&self->mu);
+    if (c == NULL) {
+        if (!g_key_ok)
+            return mri_fail(ENOMEM);
+        /* a spare cache, else a new one (no lock across the upstream call) */
+        pthread_mutex_lock(&t->mu);
+        c = t->spare;
+        if (c != NULL) {
+            list_remove(&t->spare, c);
+        } else {
+            c = mri_tc_up_allocate(t, t->cache_bytes, 64);
+            if (c != NULL) {
+                memset(c, 0, t->cache_bytes);
+                c->owner = t;
+                c->id = t->id;
+                c->bytes = t->cache_bytes;
+                for (size_t i = 0; i < t->nclasses; i++)
+                    c->slots[i].size = t->classes[i].size;
+            }
+        }
+        if (c == NULL) {
+            pthread_mutex_unlock(&t->mu);
+            return NULL; /* errno from upstream */
+        }
+        for (size_t i = 0; i < t->nclasses; i++)
+            c->slots[i].limit = t->classes[i].min_limit;
+        list_push(&t->active, c);
+        pthread_mutex_unlock(&t->mu);
+        /* the thread's list under g_mu: a destroy or exit is not walking it */
+        pthread_mutex_lock(&g_mu);
+        pthread_mutex_lock(&self->mu);
+        c->thread = self;
+        c->tnext = self->caches;
+        self->caches = c;
+        pthread_mutex_unlock(&self->mu);
+        pthread_mutex_unlock(&g_mu);
+        /* the destructor runs at exit (again, if this is a destructor's use) */
+        if (pthread_getspecific(g_key) == NULL)
+            (void)pthread_setspecific(g_key, self);
+    }
+    self->slot[t->id & (MRI_TC_SLOTS - 1)].id = t->id;
+    self->slot[t->id & (MRI_TC_SLOTS - 1)].cache = c;
+    return c;
+}
+
+void mri_tc_flush(struct mri_tc *t)
+{
+    struct mri_tc_thread *self = &mri_tc_self;
+    struct mri_tc_cache *c = NULL;
+    if (self->slot[t->id & (MRI_TC_SLOTS - 1)].id == t->id) {
+        c = self->slot[t->id & (MRI_TC_SLOTS - 1)].cache;
+    } else if (self->ready) {
+        pthread_mutex_lock(&self->mu);
+        for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)
+            ;
+        pthread_mutex_unlock(&self->mu);
+    }
+    if (c != NULL)
+        cache_flush(t, c);
+}
+
+/* ---- lifetime ---- */
+
+size_t mri_tc_bytes(size_t nclasses)
+{
+    return mri_align_up_nocheck(sizeof(struct mri_tc), 64) + nclasses * sizeof(struct mri_tc_class);
+}
+
+struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_resource *up, uintptr_t key)
+{
+    struct mri_tc *t = mem;
+    t->id = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_RELAXED);
+    t->ledger = ledger;
+    t->upstream = up;
+    t->key = key;
+    t->nclasses = nclasses;
+    t->classes = (struct mri_tc_class *)(void *)((char *)mem + mri_align_up_nocheck(sizeof(struct mri_tc), 64));
+    t->cache_bytes = sizeof(struct mri_tc_cache) + nclasses * sizeof(struct mri_tc_slot);
+    return t;
+}
+
+void mri_tc_start(struct mri_tc *t)
+{
+    pthread_once(&g_once, global_init);
+    pthread_mutex_init(&t->mu, NULL);
+    for (size_t i = 0; i < t->nclasses; i++) {
+        struct mri_tc_class *cls = &t->classes[i];
+        MR_ASSERT_INTERNAL(cls->size >= 2 * LINK && cls->first_blocks >= 1 && cls->max_blocks >= 1);
+        size_t b = BATCH_BYTES / cls->size;
+        cls->batch = b < BATCH_MIN ? BATCH_MIN : b > BATCH_MAX ? BATCH_MAX : b;
+        cls->min_limit = 2 * cls->batch;
+        pthread_mutex_init(&cls->mu, NULL);
+    }
+    pthread_mutex_lock(&g_mu);
+    t->reg_prev = NULL;
+    t->reg_next = g_engines;
+    if (g_engines != NULL)
+        g_engines->reg_prev = t;
+    g_engines = t;
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* Empties every cache and shared list (under g_mu: exiting threads flush
+ * into them).  release: also forgets the chunks, kept in cls->dropped. */
+static void empty_all(struct mri_tc *t, bool release)
+{
+    struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
+    for (size_t l = 0; l < 3; l++)
+        for (struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next)
+            for (size_t i = 0; i < t->nclasses; i++) {
+                struct mri_tc_slot *s = &c->slots[i];
+                s->free = NULL;
+                s->nfree = 0;
+                s->bump = s->end = 0;
+                s->limit = t->classes[i].min_limit;
+                __atomic_store_n(&s->frees, s->allocations, __ATOMIC_RELAXED);
+            }
+    for (size_t i = 0; i < t->nclasses; i++) {
+        struct mri_tc_class *cls = &t->classes[i];
+        cls->batches = cls->regions = NULL;
+        cls->batched = cls->region_blocks = 0;
+        cls->frees_nocache = 0;
+        if (MRI_TRACKING)
+            for (struct mri_tc_chunk *r = cls->chunks; r != NULL; r = r->next)
+                mri_track_poison((void *)r->base, r->bytes);
+        cls->next = cls->chunks;
+        if (release) {
+            cls->dropped = cls->chunks;
+            cls->chunks = cls->last = cls->next = NULL;
+            cls->capacity = 0;
+        }
+    }
+}
+
+/* Returns the dropped chunks and the record pages upstream (no other
+ * call on the pool runs; the upstream calls are made with no lock held). */
+static void give_back(struct mri_tc *t)
+{
+    pthread_mutex_lock(&t->mu);
+    for (size_t i = 0; i < t->nclasses; i++) {
+        for (struct mri_tc_chunk *r = t->classes[i].dropped, *next; r != NULL; r = next) {
+            next = r->next;
+            mri_track_unpoison((void *)r->base, r->bytes);
+            mri_tc_up_deallocate(t, (void *)r->base, r->bytes, t->classes[i].align);
+        }
+        t->classes[i].dropped = NULL;
+    }
+    for (struct rec_page *pg = t->rec_pages, *next; pg != NULL; pg = next) {
+        next = pg->next;
+        mri_tc_up_deallocate(t, pg, REC_PAGE_BYTES, alignof(struct rec_page));
+    }
+    t->rec_pages = NULL;
+    t->rec_ptr = t->rec_end = 0;
+    t->rec_page_count = 0;
+    pthread_mutex_unlock(&t->mu);
+}
+
+void mri_tc_reset(struct mri_tc *t, bool release)
+{
+    pthread_mutex_lock(&g_mu);
+    empty_all(t, release);
+    pthread_mutex_unlock(&g_mu);
+    if (release)
+        give_back(t);
+}
+
+void mri_tc_fini(struct mri_tc *t)
+{
+    pthread_mutex_lock(&g_mu);
+    /* no thread finds its cache again: each is taken off its thread's list */
+    for (struct mri_tc_cache *c = t->active; c != NULL; c = c->next) {
+        pthread_mutex_lock(&c->thread->mu);
+        thread_remove(c->thread, c);
+        pthread_mutex_unlock(&c->thread->mu);
+    }
+    if (t->reg_prev != NULL)
+        t->reg_prev->reg_next = t->reg_next;
+    else
+        g_engines = t->reg_next;
+    if (t->reg_next != NULL)
+        t->reg_next->reg_prev = t->reg_prev;
+    empty_all(t, true);
+    pthread_mutex_unlock(&g_mu);
+    give_back(t);
+    pthread_mutex_lock(&t->mu);
+    struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
+    for (size_t l = 0; l < 3; l++)
+        for (struct mri_tc_cache *c = lists[l], *next; c != NULL; c = next) {
+            next = c->next;
+            mri_tc_up_deallocate(t, c, c->bytes, 64);
+        }
+    t->active = t->spare = t->lost = NULL;
+    pthread_mutex_unlock(&t->mu);
+    for (size_t i = 0; i < t->nclasses; i++)
+        pthread_mutex_destroy(&t->classes[i].mu);
+    pthread_mutex_destroy(&t->mu);
+}
+
+/* ---- queries ---- */
+
+void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *frees)
+{
+    size_t a = 0, f = 0;
+    pthread_mutex_lock(&t->mu);
+    struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
+    for (size_t l = 0; l < 3; l++)
+        for (struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
+            a += __atomic_load_n(&c->slots[i].allocations, __ATOMIC_RELAXED);
+            f += __atomic_load_n(&c->slots[i].frees, __ATOMIC_RELAXED);
+        }
+    pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&t->classes[i].mu);
+    f += t->classes[i].frees_nocache;
+    pthread_mutex_unlock(&t->classes[i].mu);
+    *allocations = a;
+    *frees = f;
+}
+
+/* ---- invariants ---- */
+
+struct span {
+    uintptr_t lo, hi;
+};
+
+static int cmp_uptr(const void *x, const void *y)
+{
+    uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_span(const void *x, const void *y) { return cmp_uptr(x, y); }
+
+/* The span of spans[0..n) (sorted by lo, disjoint) holding a, or NULL. */
+static const struct span *span_find(const struct span *spans, size_t n, uintptr_t a)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a < spans[mid].lo)
+            hi = mid;
+        else if (a >= spans[mid].hi)
+            lo = mid + 1;
+        else
+            return &spans[mid];
+    }
+    return NULL;
+}
+
+#define CHECK(cond, ...)                          \
+    do {                                          \
+        if (!(cond)) {                            \
+            mri_verify_report(who, obj, __VA_ARGS__); \
+            goto fail;                            \
+        }                                         \
+    } while (0)
+
+/* Class i: every chunk, every cache's list and region, the shared lists;
+ * no free block twice, none outside the carved part of a chunk. */
+static bool check_class(const struct mri_tc *t, size_t i, const char *who, const void *obj, size_t *held,
+                        size_t *blocks)
+{
+    const struct mri_tc_class *cls = &t->classes[i];
+    const size_t s = cls->size;
+    struct span *chunks = NULL, *uncarved = NULL;
+    uintptr_t *freeb = NULL;
+    size_t nchunks = 0, capacity = 0;
+    const size_t max_records = t->rec_page_count * RECS_PER_PAGE;
+    bool in_next = false;
+    for (const struct mri_tc_chunk *r = cls->chunks; r != NULL && nchunks <= max_records; r = r->next) {
+        in_next = in_next || r == cls->next;
+        capacity += r->blocks;
+        nchunks++;
+    }
+    size_t ncaches = 0;
+    const struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
+    size_t a = 0, f = cls->frees_nocache, listed = 0;
+    for (size_t l = 0; l < 3; l++)
+        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
+            ncaches++;
+            a += c->slots[i].allocations;
+            f += c->slots[i].frees;
+            listed += c->slots[i].nfree;
+        }
+    size_t regions = 0;
+    for (const void *b = cls->regions; b != NULL; b = mri_link_get(b, t->key))
+        if (++regions > capacity)
+            break;
+    chunks = malloc((nchunks + 1) * sizeof *chunks);
+    uncarved = malloc((nchunks + ncaches + regions + 1) * sizeof *uncarved);
+    freeb = malloc((listed + cls->batched + 1) * sizeof *freeb);
+    CHECK(chunks != NULL && uncarved != NULL && freeb != NULL, "class %zu: no memory for the check", i);
+    CHECK(nchunks <= max_records, "class %zu (%zu B): chunk list longer than the records held (cycle?)", i, s);
+    CHECK(cls->size >= 2 * LINK && cls->align != 0 && cls->batch >= 1, "class %zu: bad parameters", i);
+    CHECK(a >= f, "class %zu (%zu B): %zu frees > %zu allocations", i, s, f, a);
+    CHECK(capacity == cls->capacity, "class %zu (%zu B): chunks hold %zu blocks, counted %zu", i, s, capacity,
+          cls->capacity);
+    CHECK(cls->next == NULL || in_next, "class %zu (%zu B): next chunk not in the list", i, s);
+    size_t k = 0, nu = 0, nf = 0, uncarved_blocks = 0;
+    for (const struct mri_tc_chunk *r = cls->chunks; r != NULL && k < nchunks; r = r->next) {
+        CHECK(r->blocks >= 1 && r->blocks * s <= r->bytes && r->base % cls->align == 0,
+              "class %zu (%zu B): chunk %p: %zu blocks in %zu bytes", i, s, (void *)r->base, r->blocks, r->bytes);
+        chunks[k].lo = r->base;
+        chunks[k++].hi = r->base + r->blocks * s;
+        *held += r->bytes;
+        ++*blocks;
+    }
+    qsort(chunks, nchunks, sizeof *chunks, cmp_span);
+    for (size_t j = 1; j < nchunks; j++)
+        CHECK(chunks[j].lo >= chunks[j - 1].hi, "class %zu (%zu B): chunks overlap at %p", i, s, (void *)chunks[j].lo);
+    bool in = false;
+    for (const struct mri_tc_chunk *r = cls->chunks; r != NULL; r = r->next) {
+        in = in || r == cls->next;
+        if (in) {
+            uncarved[nu].lo = r->base;
+            uncarved[nu++].hi = r->base + r->blocks * s;
+        }
+    }
+    /* regions: of caches and shared */
+    for (size_t l = 0; l < 3; l++)
+        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
+            const struct mri_tc_slot *sl = &c->slots[i];
+            if (sl->bump != sl->end) {
+                uncarved[nu].lo = sl->bump;
+                uncarved[nu++].hi = sl->end;
+            }
+        }
+    size_t shared_region_blocks = 0;
+    for (const void *b = cls->regions; b != NULL; b = mri_link_get(b, t->key)) {
+        CHECK(nu < nchunks + ncaches + regions, "class %zu (%zu B): region list cycles", i, s);
+        uncarved[nu].lo = (uintptr_t)b;
+        uncarved[nu++].hi = word1_get(b);
+        shared_region_blocks += (uncarved[nu - 1].hi - uncarved[nu - 1].lo) / s;
+    }
+    CHECK(shared_region_blocks == cls->region_blocks, "class %zu (%zu B): regions hold %zu blocks, counted %zu", i, s,
+          shared_region_blocks, cls->region_blocks);
+    qsort(uncarved, nu, sizeof *uncarved, cmp_span);
+    for (size_t j = 0; j < nu; j++) {
+        const struct span *ch = span_find(chunks, nchunks, uncarved[j].lo);
+        CHECK(uncarved[j].lo < uncarved[j].hi && ch != NULL && uncarved[j].hi <= ch->hi &&
+                  (uncarved[j].lo - ch->lo) % s == 0 && (uncarved[j].hi - uncarved[j].lo) % s == 0,
+              "class %zu (%zu B): region %p..%p is not whole blocks of one chunk", i, s, (void *)uncarved[j].lo,
+              (void *)uncarved[j].hi);
+        CHECK(j == 0 || uncarved[j].lo >= uncarved[j - 1].hi, "class %zu (%zu B): regions overlap at %p", i, s,
+              (void *)uncarved[j].lo);
+        uncarved_blocks += (uncarved[j].hi - uncarved[j].lo) / s;
+    }
+    /* free blocks: every cache's list, every batch */
+    for (size_t l = 0; l < 3; l++)
+        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
+            size_t n = 0;
+            for (const void *b = c->slots[i].free; b != NULL; b = mri_link_get(b, t->key)) {
+                CHECK(n < c->slots[i].nfree, "class %zu (%zu B): a thread's list is longer than its count %zu", i,
+                      s, c->slots[i].nfree);
+                freeb[nf++] = (uintptr_t)b;
+                n++;
+            }
+            CHECK(n == c->slots[i].nfree, "class %zu (%zu B): a thread's list has %zu blocks, counted %zu", i, s, n,
+                  c->slots[i].nfree);
+        }
+    size_t batched = 0;
+    for (const void *h = cls->batches; h != NULL; h = (const void *)(word1_get(h) ^ t->key)) {
+        size_t n = 0, want = batch_count(t, h);
+        for (const void *b = h; b != NULL; b = mri_link_get(b, t->key)) {
+            CHECK(batched + n < cls->batched, "class %zu (%zu B): batches hold more than the %zu counted", i, s,
+                  cls->batched);
+            freeb[nf++] = (uintptr_t)b;
+            n++;
+        }
+        CHECK(n == want, "class %zu (%zu B): a batch of %zu blocks says %zu", i, s, n, want);
+        batched += n;
+    }
+    CHECK(batched == cls->batched, "class %zu (%zu B): batches hold %zu blocks, counted %zu", i, s, batched,
+          cls->batched);
+    qsort(freeb, nf, sizeof *freeb, cmp_uptr);
+    for (size_t j = 0; j < nf; j++) {
+        CHECK(j == 0 || freeb[j] != freeb[j - 1], "class %zu (%zu B): block %p is free twice", i, s, (void *)freeb[j]);
+        const struct span *ch = span_find(chunks, nchunks, freeb[j]);
+        CHECK(ch != NULL && (freeb[j] - ch->lo) % s == 0, "class %zu (%zu B): free block %p is no block of a chunk", i,
+              s, (void *)freeb[j]);
+        CHECK(span_find(uncarved, nu, freeb[j]) == NULL, "class %zu (%zu B): free block %p is in an uncarved region",
+              i, s, (void *)freeb[j]);
+    }
+    CHECK(nf + uncarved_blocks + (a - f) == capacity,
+          "class %zu (%zu B): free %zu + uncarved %zu + live %zu != capacity %zu", i, s, nf, uncarved_blocks, a - f,
+          capacity);
+    free(chunks);
+    free(uncarved);
+    free(freeb);
+    return true;
+fail:
+    free(chunks);
+    free(uncarved);
+    free(freeb);
+    return false;
+}
+
+bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size_t *held, size_t *blocks)
+{
+    for (size_t i = 0; i < t->nclasses; i++)
+        if (!check_class(t, i, who, obj, held, blocks))
+            return false;
+    const struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
+    for (size_t l = 0; l < 3; l++)
+        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
+            MRI_VERIFY(c->owner == t && c->id == t->id && c->bytes == t->cache_bytes, who, obj,
+                       "cache %p belongs to another pool", (const void *)c);
+            MRI_VERIFY((l == 0) == (c->thread != NULL), who, obj, "cache %p: thread and list disagree",
+                       (const void *)c);
+            *held += c->bytes;
+            ++*blocks;
+        }
+    *held += t->rec_page_count * REC_PAGE_BYTES;
+    *blocks += t->rec_page_count;
+    return true;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* src/tcache.h -- the engine behind the thread-safe pools (mr_pools and
+ * mr_objpool with thread_safe = true): per-(pool, thread) caches in front
+ * of shared per-class lists.  See tcache.c for the design and the memory
+ * bound; this header has what pools.c and objpool.c inline.
+ *
+ * The caller (a pool) owns the memory of a struct mri_tc and its class
+ * array (mri_tc_bytes), the ledger and the upstream; it fills each class's
+ * size and chunk policy and calls mri_tc_init.  Blocks of class i are
+ * then allocated with mri_tc_alloc and freed with mri_tc_free from any
+ * thread.  The caller unpoisons a block it hands out (the bytes the user
+ * asked for); mri_tc_free poisons the whole block.
+ */
+#ifndef MEMRES_TCACHE_H
+#define MEMRES_TCACHE_H
+
+#include <pthread.h>
+
+#include "internal.h"
+#include "ledger.h"
+#include "track.h"
+
+/* One class in one thread's cache: today's unsynchronised per-class state,
+ * private to the thread.  One cache line. */
+struct mri_tc_slot {
+    void     *free;        /* the thread's free list (link in the first word) */
+    uintptr_t bump, end;   /* the rest of the region the thread carves; bump == end: none */
+    size_t    nfree;       /* blocks on the free list */
+    size_t    limit;       /* most blocks the list keeps: min_limit + blocks this
+                              cache carved from new chunks since reset */
+    size_t    size;        /* the class's block size */
+    size_t    allocations; /* written by the owning thread only (relaxed atomic */
+    size_t    frees;       /*   stores), read by mr_*_stats from any thread */
+};
+
+/* A (pool, thread) cache.  On the pool's active list while a thread has it,
+ * on its spare list after the thread exited (reused by the next thread), on
+ * its lost list in a child after fork (the thread did not come along). */
+struct mri_tc_cache {
+    struct mri_tc *owner;
+    uint64_t id;                       /* owner's id */
+    struct mri_tc_cache *prev, *next;  /* in one of the owner's lists (under owner->mu) */
+    struct mri_tc_cache *tnext;        /* in the thread's list (under the thread's mu) */
+    struct mri_tc_thread *thread;      /* NULL: spare or lost */
+    size_t bytes;                      /* of this cache, from upstream */
+    _Alignas(64) struct mri_tc_slot slots[];
+};
+
+/* A chunk of a class: blocks [base, base + blocks * size). */
+struct mri_tc_chunk {
+    struct mri_tc_chunk *next;
+    uintptr_t base;
+    size_t bytes, blocks;
+};
+
+/* The shared state of one class, under mu. */
+struct mri_tc_class {
+    pthread_mutex_t mu;
+    void *batches;                  /* stack of batches of free blocks (tcache.c) */
+    size_t batched;                 /* blocks in them */
+    void *regions;                  /* carving regions handed back by threads */
+    size_t region_blocks;           /* blocks in them */
+    struct mri_tc_chunk *chunks;    /* every chunk, in order of first use */
+    struct mri_tc_chunk *last;      /* the newest */
+    struct mri_tc_chunk *next;      /* first chunk not handed out since reset; NULL: none */
+    struct mri_tc_chunk *dropped;   /* release: chunks to return once the locks are gone */
+    size_t capacity;                /* blocks in all chunks */
+    size_t frees_nocache;           /* frees by a thread that could not get a cache */
+    /* set by the pool before mri_tc_init */
+    size_t size;                    /* block size, >= 2 words */
+    size_t align;                   /* chunk alignment (blocks are aligned to it) */
+    size_t first_blocks;            /* blocks of the first chunk (>= 1) */
+    size_t max_blocks;              /* the most blocks of a chunk; chunks double up to it */
+    bool round;                     /* round chunk bytes to 64 / pages, filling with blocks */
+    /* set by mri_tc_init */
+    size_t batch;                   /* blocks a thread moves at once */
+    size_t min_limit;               /* free blocks any thread may keep (2 * batch) */
+};
+
+/* The engine of one pool.  classes[] follows it in the caller's memory. */
+struct mri_tc {
+    uint64_t id;                    /* never reused: stale thread entries never match */
+    pthread_mutex_t mu;             /* ledger, chunk records, the cache lists */
+    mri_ledger *ledger;
+    mr_resource *upstream;
+    uintptr_t key;
+    size_t nclasses;
+    struct mri_tc_class *classes;
+    struct mri_tc_cache *active, *spare, *lost;
+    size_t cache_bytes;             /* one cache */
+    struct mri_tc *reg_prev, *reg_next; /* every engine, for fork */
+    void *rec_pages;                /* chunk record pages (tcache.c) */
+    uintptr_t rec_ptr, rec_end;
+    size_t rec_page_count;
+};
+
+/* A thread's view: the caches it has, and a small direct-mapped table from
+ * pool id to cache in front of the list (the common path reads one entry). */
+#define MRI_TC_SLOTS 8
+struct mri_tc_thread {
+    struct {
+        uint64_t id;
+        struct mri_tc_cache *cache;
+    } slot[MRI_TC_SLOTS];
+    struct mri_tc_cache *caches;    /* under mu */
+    pthread_mutex_t mu;             /* the list, against a destroy in another thread */
+    bool ready;                     /* mu initialised */
+};
+
+/* This thread's view (static TLS: one %fs-relative access, also in the
+ * shared library; 184 bytes). */
+extern __thread struct mri_tc_thread mri_tc_self __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* Bytes of a struct mri_tc with n classes (the class array after it). */
+size_t mri_tc_bytes(size_t nclasses);
+/* The engine in mem (mri_tc_bytes(nclasses) bytes, 64-aligned, zeroed),
+ * whose classes[i].size / align / first_blocks / max_blocks / round the
+ * caller fills afterwards through the returned pointer, then calls
+ * mri_tc_start.  Registers it for fork. */
+struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_resource *up, uintptr_t key);
+void mri_tc_start(struct mri_tc *t);
+/* Detaches every cache from its thread, returns caches, chunks and record
+ * pages upstream.  No other call on the pool may run. */
+void mri_tc_fini(struct mri_tc *t);
+/* Frees every block: every cache and shared list emptied, every chunk
+ * kept for carving again (release: returned upstream with the record
+ * pages).  No other call on the pool may run; threads may exit. */
+void mri_tc_reset(struct mri_tc *t, bool release);
+/* The calling thread hands back what it caches for t. */
+void mri_tc_flush(struct mri_tc *t);
+/* Successful allocations and frees of class i over every cache (a
+ * snapshot: exact when no thread allocates or frees). */
+void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *frees);
+/* Walks everything (quiescent only): returns true or reports the first
+ * violation; adds the bytes and upstream blocks the engine holds. */
+bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size_t *held, size_t *blocks);
+/* The pool's lock (the caller's own shared state: direct blocks, ledger). */
+static inline void mri_tc_lock(struct mri_tc *t) { pthread_mutex_lock(&t->mu); }
+static inline void mri_tc_unlock(struct mri_tc *t) { pthread_mutex_unlock(&t->mu); }
+/* mri_ledger_allocate / deallocate for a caller holding t->mu: the lock is
+ * dropped during the upstream call (an upstream may take locks of its own,
+ * a thread-safe pool's among them: no lock order through user code). */
+void *mri_tc_up_allocate(struct mri_tc *t, size_t size, size_t align);
+void mri_tc_up_deallocate(struct mri_tc *t, void *p, size_t size, size_t align);
+
+/* Out of line: the first use of t by this thread (NULL, errno = ENOMEM
+ * when no cache can be had), the slot's refill, the spill of a batch, a
+ * free with no cache. */
+MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t);
+MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t i);
+MR_NOINLINE void mri_tc_spill(struct mri_tc *t, struct mri_tc_slot *s, size_t i);
+MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i);
+
+static inline struct mri_tc_cache *mri_tc_cache_of(struct mri_tc *t)
+{
+    const uint64_t id = t->id;
+    struct mri_tc_thread *self = &mri_tc_self;
+    if (MR_LIKELY(self->slot[id & (MRI_TC_SLOTS - 1)].id == id))
+        return self->slot[id & (MRI_TC_SLOTS - 1)].cache;
+    return mri_tc_attach(t);
+}
+
+#define MRI_TC_COUNT(field) __atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
+
+/* A block of class i, or NULL with errno = ENOMEM.  Common case: the
+ * thread's own list or region, no lock, no atomic read-modify-write. */
+static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
+{
+    struct mri_tc_cache *c = mri_tc_cache_of(t);
+    if (MR_UNLIKELY(c == NULL))
+        return NULL;
+    struct mri_tc_slot *s = &c->slots[i];
+    void *b = s->free;
+    if (MR_LIKELY(b != NULL)) {
+        s->free = mri_link_get(b, t->key);
+        s->nfree--;
+    } else if (MR_LIKELY(s->bump != s->end)) {
+        b = (void *)s->bump;
+        s->bump += s->size;
+    } else {
+        b = mri_tc_refill(t, s, i);
+        if (b == NULL)
+            return NULL;
+    }
+    MRI_TC_COUNT(s->allocations);
+    return b;
+}
+
+/* Frees block b of class i (from any thread).  Common case: a push on the
+ * thread's own list; past its limit, one batch goes to the shared list. */
+static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
+{
+    struct mri_tc_cache *c = mri_tc_cache_of(t);
+    if (MR_UNLIKELY(c == NULL)) {
+        mri_tc_free_nocache(t, b, i);
+        return;
+    }
+    struct mri_tc_slot *s = &c->slots[i];
+    mri_track_poison(b, s->size);
+    mri_link_set(b, s->free, t->key);
+    s->free = b;
+    MRI_TC_COUNT(s->frees);
+    if (MR_UNLIKELY(++s->nfree > s->limit))
+        mri_tc_spill(t, s, i);
+}
+
+#endif /* MEMRES_TCACHE_H */
