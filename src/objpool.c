@@ -230,6 +230,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         cls->first_blocks = cls->max_blocks = per_block;
         cls->round = false;
         mri_tc_start(p->tc);
+        p->hot.tc_id = p->tc->id;
     }
     MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
     return p;
@@ -440,15 +441,17 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
           "block bytes %zu != %zu objects * %zu", p->block_bytes, p->per_block, size);
     if (p->tc != NULL) {
         const struct mri_tc_class *cls = &p->tc->classes[0];
-        CHECK(h->guard == UINTPTR_MAX && h->free == NULL && h->ptr == 0 && h->end == 0 && p->nblocks == 0,
-              "thread-safe pool with inline paths enabled");
+        CHECK(h->guard == UINTPTR_MAX && h->tc_id == p->tc->id && h->free == NULL && h->ptr == 0 && h->end == 0 &&
+                  p->nblocks == 0,
+              "thread-safe pool with the unsynchronised inline paths enabled");
         CHECK(cls->size == size && cls->align == p->align && cls->max_blocks == p->per_block,
               "thread caches: object size %zu, alignment %zu, %zu per block", cls->size, cls->align, cls->max_blocks);
         size_t held = p->header_bytes, blocks = 1;
         return mri_tc_check(p->tc, "mr_objpool_check", p, &held, &blocks) &&
                mri_ledger_verify(&p->ledger, "mr_objpool_check", p, held, blocks);
     }
-    CHECK(h->guard == 0, "guard %#jx in a pool that is not thread-safe", (uintmax_t)h->guard);
+    CHECK(h->guard == 0 && h->tc_id == 0, "guard %#jx / id %ju in a pool that is not thread-safe",
+          (uintmax_t)h->guard, (uintmax_t)h->tc_id);
     CHECK(p->used <= p->nblocks && p->nblocks <= p->cap, "used %zu, blocks %zu, directory %zu", p->used,
           p->nblocks, p->cap);
     CHECK((p->cap == 0) == (p->blocks == NULL), "directory %p with capacity %zu", (void *)p->blocks, p->cap);

@@ -83,6 +83,7 @@
 #define BATCH_MIN ((size_t)2)           /* ... and at least 2, at most 128 blocks */
 #define BATCH_MAX ((size_t)128)
 
+MR_API _Thread_local struct mri_tc_entry mri_tc_table[MRI_TC_SLOTS] __attribute__((tls_model("initial-exec")));
 __thread struct mri_tc_thread mri_tc_self __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -409,7 +410,7 @@ static void thread_exit(void *arg)
         pthread_mutex_unlock(&t->mu);
     }
     th->caches = NULL;
-    memset(th->slot, 0, sizeof th->slot);
+    memset(mri_tc_table, 0, sizeof mri_tc_table); /* this thread's */
     pthread_mutex_unlock(&th->mu);
     pthread_mutex_unlock(&g_mu);
 }
@@ -515,8 +516,8 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
         if (pthread_getspecific(g_key) == NULL)
             (void)pthread_setspecific(g_key, self);
     }
-    self->slot[t->id & (MRI_TC_SLOTS - 1)].id = t->id;
-    self->slot[t->id & (MRI_TC_SLOTS - 1)].cache = c;
+    mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].id = t->id;
+    mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].slots = c->slots;
     return c;
 }
 
@@ -524,8 +525,8 @@ void mri_tc_flush(struct mri_tc *t)
 {
     struct mri_tc_thread *self = &mri_tc_self;
     struct mri_tc_cache *c = NULL;
-    if (self->slot[t->id & (MRI_TC_SLOTS - 1)].id == t->id) {
-        c = self->slot[t->id & (MRI_TC_SLOTS - 1)].cache;
+    if (mri_tc_slot_of(t->id, 0) != NULL) {
+        c = mri_container_of(mri_tc_slot_of(t->id, 0), struct mri_tc_cache, slots);
     } else if (self->ready) {
         pthread_mutex_lock(&self->mu);
         for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)

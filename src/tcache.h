@@ -11,27 +11,15 @@
  * thread.  The caller unpoisons a block it hands out (the bytes the user
  * asked for); mri_tc_free poisons the whole block.
  */
-#ifndef MEMRES_TCACHE_H
-#define MEMRES_TCACHE_H
+#ifndef MEMRES_SRC_TCACHE_H
+#define MEMRES_SRC_TCACHE_H
 
 #include <pthread.h>
 
 #include "internal.h"
 #include "ledger.h"
+#include "memres/tcache.h"
 #include "track.h"
-
-/* One class in one thread's cache: today's unsynchronised per-class state,
- * private to the thread.  One cache line. */
-struct mri_tc_slot {
-    void     *free;        /* the thread's free list (link in the first word) */
-    uintptr_t bump, end;   /* the rest of the region the thread carves; bump == end: none */
-    size_t    nfree;       /* blocks on the free list */
-    size_t    limit;       /* most blocks the list keeps: min_limit + blocks this
-                              cache carved from new chunks since reset */
-    size_t    size;        /* the class's block size */
-    size_t    allocations; /* written by the owning thread only (relaxed atomic */
-    size_t    frees;       /*   stores), read by mr_*_stats from any thread */
-};
 
 /* A (pool, thread) cache.  On the pool's active list while a thread has it,
  * on its spare list after the thread exited (reused by the next thread), on
@@ -94,21 +82,12 @@ struct mri_tc {
     size_t rec_page_count;
 };
 
-/* A thread's view: the caches it has, and a small direct-mapped table from
- * pool id to cache in front of the list (the common path reads one entry). */
-#define MRI_TC_SLOTS 8
+/* A thread's caches (its table of recent ones is mri_tc_table). */
 struct mri_tc_thread {
-    struct {
-        uint64_t id;
-        struct mri_tc_cache *cache;
-    } slot[MRI_TC_SLOTS];
     struct mri_tc_cache *caches;    /* under mu */
     pthread_mutex_t mu;             /* the list, against a destroy in another thread */
     bool ready;                     /* mu initialised */
 };
-
-/* This thread's view (static TLS: one %fs-relative access, also in the
- * shared library; 184 bytes). */
 extern __thread struct mri_tc_thread mri_tc_self __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* Bytes of a struct mri_tc with n classes (the class array after it). */
@@ -151,25 +130,24 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
 MR_NOINLINE void mri_tc_spill(struct mri_tc *t, struct mri_tc_slot *s, size_t i);
 MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i);
 
-static inline struct mri_tc_cache *mri_tc_cache_of(struct mri_tc *t)
+/* The calling thread's slot of class i of t (NULL: no cache, ENOMEM). */
+static inline struct mri_tc_slot *mri_tc_slot(struct mri_tc *t, size_t i)
 {
-    const uint64_t id = t->id;
-    struct mri_tc_thread *self = &mri_tc_self;
-    if (MR_LIKELY(self->slot[id & (MRI_TC_SLOTS - 1)].id == id))
-        return self->slot[id & (MRI_TC_SLOTS - 1)].cache;
-    return mri_tc_attach(t);
+    struct mri_tc_slot *s = mri_tc_slot_of(t->id, i);
+    if (MR_LIKELY(s != NULL))
+        return s;
+    struct mri_tc_cache *c = mri_tc_attach(t);
+    return c != NULL ? &c->slots[i] : NULL;
 }
 
-#define MRI_TC_COUNT(field) __atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
-
-/* A block of class i, or NULL with errno = ENOMEM.  Common case: the
- * thread's own list or region, no lock, no atomic read-modify-write. */
+/* A block of class i, or NULL with errno = ENOMEM: mri_tc_take (in
+ * memres/tcache.h, the users' inline path) with links read as track.h
+ * does, then a refill. */
 static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
 {
-    struct mri_tc_cache *c = mri_tc_cache_of(t);
-    if (MR_UNLIKELY(c == NULL))
+    struct mri_tc_slot *s = mri_tc_slot(t, i);
+    if (MR_UNLIKELY(s == NULL))
         return NULL;
-    struct mri_tc_slot *s = &c->slots[i];
     void *b = s->free;
     if (MR_LIKELY(b != NULL)) {
         s->free = mri_link_get(b, t->key);
@@ -186,16 +164,15 @@ static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
     return b;
 }
 
-/* Frees block b of class i (from any thread).  Common case: a push on the
- * thread's own list; past its limit, one batch goes to the shared list. */
+/* Frees block b of class i (from any thread): a push on the thread's own
+ * list; past its limit, one batch goes to the shared stack. */
 static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
 {
-    struct mri_tc_cache *c = mri_tc_cache_of(t);
-    if (MR_UNLIKELY(c == NULL)) {
+    struct mri_tc_slot *s = mri_tc_slot(t, i);
+    if (MR_UNLIKELY(s == NULL)) {
         mri_tc_free_nocache(t, b, i);
         return;
     }
-    struct mri_tc_slot *s = &c->slots[i];
     mri_track_poison(b, s->size);
     mri_link_set(b, s->free, t->key);
     s->free = b;
@@ -204,4 +181,4 @@ static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
         mri_tc_spill(t, s, i);
 }
 
-#endif /* MEMRES_TCACHE_H */
+#endif /* MEMRES_SRC_TCACHE_H */

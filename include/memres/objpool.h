@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "memres/resource.h"
+#include "memres/tcache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,7 +95,8 @@ struct mri_objpool_hot {
     uintptr_t key;          /* free-list link encoding (mri_link_load) */
     uintptr_t guard;        /* 0; UINTPTR_MAX in a thread-safe pool, whose frees
                                (like its allocations: free and ptr == end stay 0)
-                               all leave the inline path */
+                               all leave the unsynchronised inline path */
+    uint64_t tc_id;         /* thread-safe: the pool's id (memres/tcache.h); 0: not */
 };
 
 /* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
@@ -119,6 +121,14 @@ static inline void *mr_objpool_alloc(mr_objpool *p)
         h->allocations++;
         return (void *)q;
     }
+    if (h->tc_id != 0) { /* thread-safe: this thread's cache of the pool */
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id)) {
+            obj = mri_tc_take(&e->slots[0], h->key);
+            if (MR_LIKELY(obj != NULL))
+                return obj;
+        }
+    }
 #endif
     return mri_objpool_alloc_slow(p);
 }
@@ -137,6 +147,11 @@ static inline void mr_objpool_free(mr_objpool *p, void *obj)
         h->free = obj;
         h->frees++;
         return;
+    }
+    if (h->tc_id != 0 && obj != NULL) {
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key)))
+            return;
     }
 #endif
     mri_objpool_free_slow(p, obj);

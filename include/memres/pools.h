@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "memres/resource.h"
+#include "memres/tcache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -126,9 +127,13 @@ struct mri_pools_class {
 
 /* Private: the fields the inline fast paths read, first in struct mr_pools. */
 struct mri_pools_hot {
-    struct mri_pools_class *classes;  /* the class array (in the header block) */
+    struct mri_pools_class *classes;  /* the class array (in the header block); thread-safe:
+                                         a shared all-empty array, never written */
     size_t pool_max;                  /* the largest pooled size (a class size) */
     uintptr_t key;                    /* free-list link encoding (mri_link_load) */
+    uintptr_t guard;                  /* 0; thread-safe: UINTPTR_MAX (no pointer is above
+                                         it: the unsynchronised free never applies) */
+    uint64_t tc_id;                   /* thread-safe: the pool's id (memres/tcache.h); 0: not */
 };
 
 /* Private: the class of a request of x + 1 bytes (1 <= x + 1 <= 2^62) with
@@ -182,6 +187,14 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
             c->allocations++;
             return (void *)q;
         }
+        if (h->tc_id != 0) { /* thread-safe: this thread's cache of the pool */
+            struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+            if (MR_LIKELY(e->id == h->tc_id)) {
+                b = mri_tc_take(&e->slots[mri_pools_class_of(size - 1)], h->key);
+                if (MR_LIKELY(b != NULL))
+                    return b;
+            }
+        }
     }
 #endif
     return mri_pools_alloc_slow(p, size, align);
@@ -197,12 +210,17 @@ static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t ali
 {
 #if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
-    if (MR_LIKELY(ptr != NULL && MRI_POOLS_INLINE_OK(h, size, align))) {
+    if (MR_LIKELY((uintptr_t)ptr > h->guard && MRI_POOLS_INLINE_OK(h, size, align))) { /* ptr != NULL */
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
         mri_link_store(ptr, c->free, h->key);
         c->free = ptr;
         c->frees++;
         return;
+    }
+    if (h->tc_id != 0 && ptr != NULL && MRI_POOLS_INLINE_OK(h, size, align)) {
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[mri_pools_class_of(size - 1)], ptr, h->key)))
+            return;
     }
 #endif
     mri_pools_free_slow(p, ptr, size, align);

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* memres/tcache.h -- private: what the inline paths of thread-safe pools
+ * (mr_pools, mr_objpool with thread_safe = true) read.  Not for direct use;
+ * the layout changes between versions (rebuild against the headers of the
+ * library you link).
+ *
+ * Each thread has a small direct-mapped table from pool id to that
+ * thread's cache of the pool (the per-class state of an unsynchronised
+ * pool, private to the thread).  Pool ids come from a global counter and
+ * are never reused, so an entry left by a destroyed pool never matches.
+ * The table is static TLS (initial-exec: one %fs-relative access, also from
+ * the shared library); an entry that does not match, an empty list or
+ * region, and a list at its limit go out of line (src/tcache.c).
+ */
+#ifndef MEMRES_TCACHE_H
+#define MEMRES_TCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memres/resource.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Private: one class in one thread's cache of one pool.  One cache line. */
+struct mri_tc_slot {
+    void     *free;        /* the thread's free list (link in the first word) */
+    uintptr_t bump, end;   /* the rest of the region the thread carves; bump == end: none */
+    size_t    nfree;       /* blocks on the free list */
+    size_t    limit;       /* most blocks the list keeps: two batches + the blocks of
+                              the chunks this cache took from upstream since reset */
+    size_t    size;        /* the class's block size */
+    size_t    allocations; /* written by the owning thread only (relaxed atomic */
+    size_t    frees;       /*   stores), read by mr_*_stats from any thread */
+};
+
+/* Private: an entry of a thread's table: the pool's id and the thread's
+ * slots for it (id 0: empty). */
+#define MRI_TC_SLOTS 8
+struct mri_tc_entry {
+    uint64_t id;
+    struct mri_tc_slot *slots;
+};
+
+#if defined(__cplusplus)
+extern MR_API thread_local struct mri_tc_entry mri_tc_table[MRI_TC_SLOTS] __attribute__((tls_model("initial-exec")));
+#else
+extern MR_API _Thread_local struct mri_tc_entry mri_tc_table[MRI_TC_SLOTS] __attribute__((tls_model("initial-exec")));
+#endif
+
+/* Private: the calling thread's table entry for the pool with this id; it
+ * is the pool's when e->id == id (else: first use, or another pool took
+ * the entry). */
+static inline struct mri_tc_entry *mri_tc_entry_of(uint64_t id)
+{
+    return &mri_tc_table[id & (MRI_TC_SLOTS - 1)];
+}
+
+/* Private: the calling thread's slot of class i of the pool with this id,
+ * or NULL when the thread's table has no entry for it. */
+static inline struct mri_tc_slot *mri_tc_slot_of(uint64_t id, size_t i)
+{
+    struct mri_tc_entry *e = mri_tc_entry_of(id);
+    return MR_LIKELY(e->id == id) ? &e->slots[i] : (struct mri_tc_slot *)NULL;
+}
+
+#define MRI_TC_COUNT(field) __atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
+
+/* Private: a block from the slot's list or region, or NULL (empty). */
+static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
+{
+    void *b = s->free;
+    if (MR_LIKELY(b != NULL)) {
+        s->free = mri_link_load(b, key);
+        s->nfree--;
+        MRI_TC_COUNT(s->allocations);
+        return b;
+    }
+    uintptr_t q = s->bump;
+    if (MR_LIKELY(q != s->end)) {
+        s->bump = q + s->size;
+        MRI_TC_COUNT(s->allocations);
+        return (void *)q;
+    }
+    return NULL;
+}
+
+/* Private: pushes b on the slot's list unless the list is at its limit
+ * (then false: the out-of-line free moves a batch). */
+static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key)
+{
+    if (MR_UNLIKELY(s->nfree >= s->limit))
+        return false;
+    mri_link_store(b, s->free, key);
+    s->free = b;
+    s->nfree++;
+    MRI_TC_COUNT(s->frees);
+    return true;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_TCACHE_H */
