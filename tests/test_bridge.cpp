@@ -19,6 +19,7 @@
 #include <memory_resource>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memres/memres.hpp"
@@ -904,12 +905,60 @@ void test_pools_owner(void **state)
     }
 }
 
+/* std::pmr containers on one shared thread-safe pool (memres::thread_safe),
+ * from several threads: each thread fills its own containers, and lists
+ * built by one thread are destroyed by another (cross-thread frees). */
+static void test_thread_safe_pmr(void **)
+{
+    memres::pools p{memres::thread_safe};
+    memres::objpool nodes{48, alignof(std::max_align_t), memres::thread_safe};
+    enum { T = 4, N = 5000 };
+    std::vector<std::pmr::list<long> *> made(T);
+    std::vector<std::thread> th;
+    for (int t = 0; t < T; t++)
+        th.emplace_back([&, t] {
+            std::pmr::vector<long> v(p.pmr());
+            std::pmr::map<long, long> m(p.pmr());
+            auto *l = new std::pmr::list<long>(p.pmr());
+            for (long i = 0; i < N; i++) {
+                v.push_back(i);
+                m[i] = i * t;
+                l->push_back(i + t);
+            }
+            long sum = 0;
+            for (long x : v)
+                sum += x;
+            assert_int_equal(sum, (long)N * (N - 1) / 2);
+            assert_int_equal(m[N - 1], (long)(N - 1) * t);
+            made[(size_t)t] = l;
+        });
+    for (auto &x : th)
+        x.join();
+    th.clear();
+    for (int t = 0; t < T; t++) /* thread t frees the list thread t+1 built */
+        th.emplace_back([&, t] {
+            std::pmr::list<long> *l = made[(size_t)((t + 1) % T)];
+            assert_int_equal(l->front(), (t + 1) % T);
+            delete l;
+            /* and an object pool's nodes, alloc here, free on the next line */
+            for (int i = 0; i < 1000; i++)
+                nodes.free(nodes.alloc());
+        });
+    for (auto &x : th)
+        x.join();
+    assert_true(mr_pools_check(p.get()));
+    assert_true(mr_objpool_check(nodes.get()));
+    assert_int_equal(p.stats().in_use, 0);
+    assert_int_equal(nodes.stats().in_use, 0);
+}
+
 } // namespace
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         mrt_unit_test(test_list_over_arena),
+        cmocka_unit_test(test_thread_safe_pmr),
         mrt_unit_test(test_nested_containers_over_arena),
         cmocka_unit_test(test_arena_pmr_frees_newest),
         cmocka_unit_test(test_containers_over_malloc_resource),

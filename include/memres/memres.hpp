@@ -23,7 +23,8 @@
  * (EINVAL).  No exception ever
  * crosses into C code: pmr_resource catches them and returns NULL, ENOMEM.
  *
- * Thread-safety: that of the wrapped resource.  The owners are neither
+ * Thread-safety: that of the wrapped resource (memres::thread_safe makes
+ * thread-safe pools and object pools).  The owners are neither
  * copyable nor movable: containers keep pointers to their pmr() adaptor.
  *
  *     memres::arena a;                           // default options, malloc upstream
@@ -46,6 +47,15 @@
 #include "memres/memres.h"
 
 namespace memres {
+
+/* Tag for the owners' thread-safe constructors: memres::pools{memres::thread_safe}
+ * is a drop-in for std::pmr::synchronized_pool_resource, and std::pmr
+ * containers (one per thread, or shared under the container's own lock) may
+ * then allocate and free on one pool from many threads. */
+struct thread_safe_t {
+    explicit thread_safe_t() = default;
+};
+inline constexpr thread_safe_t thread_safe{};
 
 namespace detail {
 /* Turns a failed C create (NULL + errno) into the matching exception. */
@@ -586,6 +596,11 @@ public:
         : p_(create(object_size, align, opts)), pmr_(p_, align > alignof(void *) ? align : alignof(void *))
     {
     }
+    /* a thread-safe pool (mr_objpool_options.thread_safe) with default options */
+    objpool(std::size_t object_size, std::size_t align, thread_safe_t)
+        : objpool(object_size, align, &ts_options)
+    {
+    }
     ~objpool() { mr_objpool_destroy(p_); }
     objpool(const objpool &) = delete;
     objpool &operator=(const objpool &) = delete;
@@ -613,6 +628,8 @@ public:
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
 
 private:
+    static constexpr mr_objpool_options ts_options{nullptr, 0, true};
+
     static mr_objpool *create(std::size_t object_size, std::size_t align, const mr_objpool_options *opts)
     {
         mr_objpool *p = mr_objpool_create(object_size, align, opts);
@@ -627,14 +644,16 @@ private:
 /* ---------------------------------------------------------------------------
  * pools: owns an mr_pools (size classes).  pmr() is a pools_resource over
  * it (mr_pools_alloc / mr_pools_free inline): a drop-in for
- * std::pmr::unsynchronized_pool_resource (synchronized_pool_resource once
- * thread_safe is implemented).  Construction throws std::invalid_argument
- * (bad options, thread_safe for now) or std::bad_alloc; alloc throws
- * std::bad_alloc; the rest never throw. */
+ * std::pmr::unsynchronized_pool_resource, and with memres::thread_safe (or
+ * options with thread_safe) for std::pmr::synchronized_pool_resource.
+ * Construction throws std::invalid_argument (bad options) or std::bad_alloc;
+ * alloc throws std::bad_alloc; the rest never throw. */
 class pools {
 public:
     pools() : p_(create(nullptr)), pmr_(p_) {}
     explicit pools(const mr_pools_options &opts) : p_(create(&opts)), pmr_(p_) {}
+    /* a thread-safe pool (mr_pools_options.thread_safe) with default options */
+    explicit pools(thread_safe_t) : p_(create(&ts_options)), pmr_(p_) {}
     ~pools() { mr_pools_destroy(p_); }
     pools(const pools &) = delete;
     pools &operator=(const pools &) = delete;
@@ -665,6 +684,8 @@ public:
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
 
 private:
+    static constexpr mr_pools_options ts_options{nullptr, 0, 0, true};
+
     static mr_pools *create(const mr_pools_options *opts)
     {
         mr_pools *p = mr_pools_create(opts);

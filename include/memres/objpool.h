@@ -18,8 +18,22 @@
  * mr_objpool_object_size() returns that rounded size; every object may use
  * all of it.
  *
- * Thread-safety: none.  One pool belongs to one thread at a time; distinct
- * pools are independent and may be used from different threads.
+ * Thread-safety: by default none.  One pool belongs to one thread at a
+ * time; distinct pools are independent and may be used from different
+ * threads.
+ *
+ * Threads (thread_safe = true): any thread may call mr_objpool_alloc,
+ * mr_objpool_free and mr_objpool_stats (a snapshot) at any time, the
+ * resource view too, and an object may be freed by another thread than the
+ * one that allocated it; reset, release, destroy and mr_objpool_check must
+ * not run concurrently with other calls on the pool; a thread that used it
+ * may exit at any time.  Same machinery, bound and fork rules as the
+ * thread-safe size-class pools (memres/pools.h, "Threads"), with one class:
+ * alloc and free stay inline (a per-thread table lookup, then a pop or a
+ * push), objects still carry no header, but are at least 16 bytes (a free
+ * object holds two words), and each (pool, thread) pair costs a 128-byte
+ * cache, counted in held.  Blocks of objects_per_block objects are taken
+ * as threads need them.
  *
  * Errors: a failed call returns NULL with errno = ENOMEM (the upstream could
  * not give a block) or EINVAL (bad size or alignment) and leaves the pool
@@ -60,7 +74,7 @@ typedef struct mr_objpool_options {
 #define MR_OBJPOOL_DEFAULT_OBJECTS_PER_BLOCK ((size_t)1024)
 
 /* Creates a pool of objects of object_size bytes aligned to align.  opts may
- * be NULL (all defaults).  Only the pool's header (160 bytes on 64-bit)
+ * be NULL (all defaults).  Only the pool's header (200 bytes on 64-bit; 624 thread-safe)
  * is taken from upstream now; the first block comes with the first
  * allocation.  Each block is exactly objects_per_block * (rounded size)
  * bytes, requested from upstream with the pool's alignment (any power of

@@ -39,9 +39,40 @@
  * Resizing: mr_pools_realloc keeps the block when the new size falls in the
  * same class (inline, no call), else moves it (allocate, copy, free).
  *
- * Thread-safety: none.  One pool belongs to one thread at a time; distinct
- * pools are independent.  thread_safe = true is not implemented yet:
- * mr_pools_create then fails with EINVAL (it never runs unsynchronised).
+ * Thread-safety: by default none.  One pool belongs to one thread at a
+ * time; distinct pools are independent.
+ *
+ * Threads (thread_safe = true).  Any thread may call mr_pools_alloc,
+ * mr_pools_free, mr_pools_realloc, mr_pools_block_size and mr_pools_stats
+ * (a snapshot) at any time, the resource view's allocate and deallocate
+ * too, and a block may be freed by a thread other than the one that
+ * allocated it.  release, reset, destroy and mr_pools_check must not run
+ * concurrently with any other call on the same pool; a thread that used
+ * the pool may exit at any time, also while another thread destroys it.
+ *   How: each (pool, thread) pair has a cache -- per class, the free list
+ *   and carving region an unsynchronised pool has -- so alloc and free
+ *   stay inline, with no lock and no atomic read-modify-write: a lookup in
+ *   a small per-thread table, then a pop or a push.  A free goes to the
+ *   freeing thread's cache (the size says the class: no owner lookup).
+ *   A cache keeps at most two batches (about 16 KiB, 2..128 blocks each)
+ *   plus the blocks of the chunks its thread took from upstream; past that
+ *   a batch goes to the class's shared stack (one mutex per class, taken
+ *   once a batch).  An empty cache takes a batch, else a region handed
+ *   back, else a chunk -- a new chunk only when the class has no free
+ *   block the thread can reach.  At thread exit (or mr_pools_thread_flush)
+ *   the cache's blocks go to the shared lists and the cache is kept for
+ *   the next thread.
+ *   Memory bound, per class: held blocks <= peak live + sum over the other
+ *   threads of (2 batches + the blocks of the chunks each took itself + one
+ *   carving region) + the chunk being taken; threads coming and going add
+ *   nothing (docs/design.md).  Cost: 64 bytes per class per (pool, thread)
+ *   (5 KiB with the default classes), counted in held.
+ *   fork: handlers (pthread_atfork) hold every lock of every thread-safe
+ *   pool across fork, so the child can use every pool; the child loses
+ *   the blocks the other threads cached (they stay held until release or
+ *   destroy).
+ *   A thread's table keeps 8 pools; a thread that alternates between more
+ *   pools whose ids collide takes a short uncontended lock per switch.
  *
  * Errors: a failed call returns NULL with errno = ENOMEM (the upstream could
  * not give memory, or the size cannot be represented) or EINVAL (alignment 0
@@ -90,10 +121,12 @@ typedef struct mr_pools_options {
 #define MR_POOLS_MAX_ALIGN ((size_t)4096)
 
 /* Creates a pool.  opts may be NULL (all defaults).  Only the pool's header
- * (about 64 bytes per class: 3 KiB with the defaults) is taken from upstream
+ * (about 64 bytes per class: 5 KiB with the defaults; thread-safe, about
+ * 180 bytes per class: 14 KiB) is taken from upstream
  * now; chunks come with the first allocation of each class.
- * Errors: NULL with errno = EINVAL when opts->thread_safe is true (not yet
- * implemented); ENOMEM when the upstream cannot give the header. */
+ * Errors: NULL with errno = ENOMEM when the upstream cannot give the
+ * header.  Thread-safe: each thread's cache comes with its first call
+ * (an allocation then fails with ENOMEM if the upstream cannot give it). */
 MR_API mr_pools *mr_pools_create(const mr_pools_options *opts);
 
 /* Returns every chunk, every direct block and the header upstream.  NULL:
@@ -285,14 +318,14 @@ static inline size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t 
 
 /* The options in effect: the upstream in use, largest_required_pool_block
  * as rounded (the largest pooled size), max_blocks_per_chunk as given (0 if
- * defaulted), thread_safe false. */
+ * defaulted), thread_safe as given. */
 MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out);
 
 /* Fills *out (mr_stats is in resource.h).  O(classes).
  *   in_use      bytes of live blocks, each counted at its class size, plus the
  *               sizes of live direct requests
  *   held        bytes held from upstream: header, chunks, chunk list, direct
- *               blocks with their headers
+ *               blocks with their headers, thread caches (thread-safe)
  *   allocations successful allocations (mr_pools_alloc and the resource)
  *   upstream_*  successful upstream allocate / deallocate calls */
 MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out);
@@ -302,13 +335,15 @@ MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out);
  * boundary inside a chunk of its class, no cycle, free + live == capacity;
  * the direct-block list linked both ways with the counted blocks and bytes;
  * held == the sum of what is held.  O(free blocks * chunks per class).
- * Returns true when they hold; otherwise prints the first violation to
- * stderr and returns false. */
+ * Thread-safe: also every thread's cache and the shared lists, every free
+ * block found once, free + live == capacity per class; only while no other
+ * thread uses the pool.  Returns true when they hold; otherwise prints the
+ * first violation to stderr and returns false. */
 MR_API bool mr_pools_check(const mr_pools *p);
 
 /* The pool as an mr_resource (owned by the pool, valid until destroy):
  * allocate = mr_pools_alloc, deallocate = mr_pools_free.  Equal only to
- * itself.  Not thread-safe. */
+ * itself.  Thread-safe exactly when the pool is. */
 MR_API mr_resource *mr_pools_resource(mr_pools *p);
 
 /* The pool whose mr_pools_resource() view r is; NULL when r is NULL or any
