@@ -28,6 +28,7 @@ typedef struct bench_args {
 } bench_args;
 
 #define BENCH_TEXT_MAX 4096
+#define BENCH_NOTE_MAX 1024
 
 typedef struct bench_out {
     char     text[BENCH_TEXT_MAX]; /* the workload's printed output (append with bench_printf) */
@@ -35,9 +36,16 @@ typedef struct bench_out {
     uint64_t checksum;             /* fingerprint of the work; equal across variants */
     size_t   upstream_bytes;       /* memres variants: peak bytes held from upstream; else 0 */
     size_t   requested_bytes;      /* bytes the workload asked for at peak, when known; else 0 */
+    char     note[BENCH_NOTE_MAX]; /* measurements beside the result (append with bench_note) */
+    size_t   note_len;
 } bench_out;
 
 void bench_printf(bench_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends to out->note: what a run measured that may differ between variants
+ * and between runs (per-round RSS, bytes held, a rate), as opposed to the
+ * output text, which must not.  Never compared; the report prints the note of
+ * each row's last run under the scenario's table, and --json keeps it. */
+void bench_note(bench_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Keeps a value alive so the optimiser cannot delete the work. */
 #define BENCH_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")
@@ -53,7 +61,8 @@ enum bench_kind {
 };
 
 typedef struct bench_variant {
-    const char *scenario;      /* "binary-trees", "list", "git-objects", "churn", "strings", "request" */
+    const char *scenario;      /* "binary-trees", "list", "git-objects", "churn", "strings", "request",
+                                  "producer-consumer", ... */
     const char *name;          /* row label, e.g. "memres arena", "malloc", "apr pool" */
     enum bench_kind kind;
     bool threaded;             /* honours args->threads */
@@ -86,6 +95,7 @@ const char *bench_cxx_version(void);
 const char *bench_apr_unavailable(void);
 const char *bench_talloc_unavailable(void);
 
+
 /* Each scenario file defines one NULL-name-terminated table (a C++ file with
  * extern "C"), and bench/registry.c lists every table: a new scenario file
  * adds its table here, there and to the source list in CMakeLists.txt.
@@ -99,6 +109,7 @@ extern const bench_variant bench_strings[];
 extern const bench_variant bench_request[];
 extern const bench_variant bench_lua[];
 extern const bench_variant bench_sqlite[];
+extern const bench_variant bench_producer_consumer[];
 
 #ifdef __cplusplus
 }

@@ -93,6 +93,7 @@ typedef struct row {
     char why[320];
     uint64_t checksum, upstream, requested;
     char *text;
+    char *note;        /* bench_note of the last run; NULL: none */
     /* summaries */
     double med, min, max, med_user, med_sys, med_rss, med_flt, med_instr;
     double x_glibc, x_peer; /* NAN: none */

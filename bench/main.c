@@ -275,7 +275,7 @@ static void list_all(const options *o)
             if (!variant_selected(o, v->name))
                 continue;
             const char *why = variant_unavailable(v);
-            printf("    %c %-28s %-8s %-8s %s\n", v->kind == BENCH_MEMRES ? '*' : ' ', v->name, kind_name(v->kind),
+            printf("    %c %-36s %-8s %-8s %s\n", v->kind == BENCH_MEMRES ? '*' : ' ', v->name, kind_name(v->kind),
                    v->threaded ? "threaded" : "", why ? why : "ok");
         }
     }

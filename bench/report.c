@@ -178,22 +178,44 @@ static char row_mark(const row *r)
 /* ------------------------------------------------------------------------ */
 /* The table. */
 
-static void print_row(FILE *f, const row *r)
+/* One row; w: the width of the variant column. */
+static void print_row(FILE *f, const row *r, int w)
 {
     char lab[64], b[12][32];
     snprintf(lab, sizeof lab, "%s", r->v->name);
     if (r->failed) {
-        fprintf(f, "%c %-26s %-8s %3d FAILED: %s\n", row_mark(r), lab, mallocs[r->malloc_idx].name, r->threads,
+        fprintf(f, "%c %-*s %-8s %3d FAILED: %s\n", row_mark(r), w, lab, mallocs[r->malloc_idx].name, r->threads,
                 r->why);
         return;
     }
-    fprintf(f, "%c %-26s %-8s %3d %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s%s\n", row_mark(r), lab,
+    fprintf(f, "%c %-*s %-8s %3d %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s%s\n", row_mark(r), w, lab,
             mallocs[r->malloc_idx].name, r->threads, fmt_time(b[0], 32, r->med), fmt_time(b[1], 32, r->min),
             fmt_time(b[2], 32, r->max), fmt_time(b[3], 32, r->med_user), fmt_time(b[4], 32, r->med_sys),
             fmt_bytes(b[5], 32, r->med_rss * 1024), fmt_count(b[6], 32, r->med_flt),
             fmt_count(b[7], 32, r->med_instr), fmt_bytes(b[8], 32, (double)r->upstream),
             fmt_bytes(b[9], 32, (double)r->requested), fmt_ratio(b[10], 32, r->x_glibc),
             fmt_ratio(b[11], 32, r->x_peer), r->mismatch ? "  OUTPUT MISMATCH" : "");
+}
+
+/* The notes of the rows (bench_note: per-run measurements beside the
+ * output, not compared), each line under its row's label. */
+static void print_notes(FILE *f, const row *rows, int nrows)
+{
+    bool any = false;
+    for (int i = 0; i < nrows; i++) {
+        const row *r = &rows[i];
+        if (r->failed || r->note == NULL)
+            continue;
+        if (!any)
+            fprintf(f, "  notes (last run of each row):\n");
+        any = true;
+        fprintf(f, "    %s (%s):\n", r->v->name, mallocs[r->malloc_idx].name);
+        for (const char *p = r->note; *p;) {
+            size_t len = strcspn(p, "\n");
+            fprintf(f, "      %.*s\n", (int)len, p);
+            p += len + (p[len] == '\n');
+        }
+    }
 }
 
 /* The output of the scenario's first row that ran (at most 16 lines). */
@@ -231,13 +253,20 @@ void print_scenario(FILE *f, const options *o, int si, row *rows, int nrows, cha
     if (o->args.threads > 1)
         fprintf(f, " (threaded variants: %d threads; thr = threads a row used)", o->args.threads);
     fprintf(f, " ==\n");
-    fprintf(f, "  %-26s %-8s %3s %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s\n", "variant", "malloc", "thr",
+    int w = 26; /* the variant column: 26, or the longest name (at most 63) */
+    for (int i = 0; i < nrows; i++) {
+        size_t len = strlen(rows[i].v->name);
+        if (len > (size_t)w)
+            w = len < 63 ? (int)len : 63;
+    }
+    fprintf(f, "  %-*s %-8s %3s %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s\n", w, "variant", "malloc", "thr",
             "median", "min", "max", "user", "sys", "peakRSS", "minflt", "instr", "held", "req", "xglibc",
             "xpeer");
     for (int i = 0; i < nrows; i++)
-        print_row(f, &rows[i]);
+        print_row(f, &rows[i], w);
     for (int i = 0; i < nskipped; i++)
         fprintf(f, "  skipped %s\n", skipped[i]);
+    print_notes(f, rows, nrows);
     print_output(f, rows, nrows);
     fflush(f);
 }
@@ -368,6 +397,10 @@ static void json_row(FILE *f, const row *r, bool last)
     json_field(f, ", \"x_best_peer\": ", r->x_peer);
     fputs(", \"output\": ", f);
     json_str(f, r->text ? r->text : "");
+    if (r->note) {
+        fputs(", \"note\": ", f);
+        json_str(f, r->note);
+    }
     fprintf(f, "}%s\n", last ? "" : ",");
 }
 

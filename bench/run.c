@@ -54,9 +54,10 @@ typedef struct run_msg {
     int64_t instructions;    /* -1: not available */
     uint64_t checksum;
     uint64_t upstream_bytes, requested_bytes;
-    uint32_t text_len;
+    uint32_t text_len, note_len;
     char error[256];
     char text[BENCH_TEXT_MAX];
+    char note[BENCH_NOTE_MAX];
 } run_msg;
 
 /* ------------------------------------------------------------------------ */
@@ -77,19 +78,34 @@ void bench_timing_start(void)
     clock_gettime(CLOCK_MONOTONIC, &t_start);
 }
 
+/* Appends to buf (len bytes used of max), truncating to fit. */
+__attribute__((format(printf, 4, 0))) static void append_v(char *buf, size_t *len, size_t max, const char *fmt,
+                                                           va_list ap)
+{
+    if (*len >= max - 1)
+        return;
+    int n = vsnprintf(buf + *len, max - *len, fmt, ap);
+    if (n > 0) {
+        *len += (size_t)n;
+        if (*len > max - 1)
+            *len = max - 1;
+    }
+}
+
 void bench_printf(bench_out *o, const char *fmt, ...)
 {
-    if (o->text_len >= BENCH_TEXT_MAX - 1)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(o->text + o->text_len, BENCH_TEXT_MAX - o->text_len, fmt, ap);
+    append_v(o->text, &o->text_len, BENCH_TEXT_MAX, fmt, ap);
     va_end(ap);
-    if (n > 0) {
-        o->text_len += (size_t)n;
-        if (o->text_len > BENCH_TEXT_MAX - 1)
-            o->text_len = BENCH_TEXT_MAX - 1;
-    }
+}
+
+void bench_note(bench_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    append_v(o->note, &o->note_len, BENCH_NOTE_MAX, fmt, ap);
+    va_end(ap);
 }
 
 /* Appends what fd gives until EOF to out->text, truncated to fit. */
@@ -207,6 +223,8 @@ static void measure(const bench_variant *v, const bench_args *args, run_msg *msg
     msg->requested_bytes = out.requested_bytes;
     msg->text_len = (uint32_t)(out.text_len < BENCH_TEXT_MAX ? out.text_len : BENCH_TEXT_MAX - 1);
     memcpy(msg->text, out.text, msg->text_len);
+    msg->note_len = (uint32_t)(out.note_len < BENCH_NOTE_MAX ? out.note_len : BENCH_NOTE_MAX - 1);
+    memcpy(msg->note, out.note, msg->note_len);
     if (msg->status != 0)
         snprintf(msg->error, sizeof msg->error, "the workload returned %d", (int)msg->status);
 }
@@ -363,6 +381,9 @@ static int child_result(row *r, run_msg *msg, size_t got, int status)
     if (msg->text_len >= BENCH_TEXT_MAX)
         msg->text_len = BENCH_TEXT_MAX - 1;
     msg->text[msg->text_len] = '\0';
+    if (msg->note_len >= BENCH_NOTE_MAX)
+        msg->note_len = BENCH_NOTE_MAX - 1;
+    msg->note[msg->note_len] = '\0';
     return 0;
 }
 
@@ -477,6 +498,8 @@ static void record(row *r, int k, bool warm, const run_msg *msg, const struct ru
     }
     r->upstream = msg->upstream_bytes;
     r->requested = msg->requested_bytes;
+    free(r->note);
+    r->note = msg->note[0] ? xstrdup(msg->note) : NULL;
     if (warm)
         return;
     int j = r->nruns++;

@@ -18,6 +18,22 @@
  *   memres arena/pages       default block sizes over mr_page_resource()
  *   memres arena/huge pages  default block sizes over mr_page_resource_huge()
  *   memres objpool           mr_objpool_alloc per node, mr_objpool_reset per tree
+ *   memres pools (per thread)
+ *                            one mr_pools per context (no locking: a context
+ *                            is used by one thread at a time), mr_pools_alloc
+ *                            per node, mr_pools_free with the size per node
+ *                            (a tree walk): what pmr unsync pool does
+ *   memres pools (shared, thread-safe)
+ *                            ONE mr_pools created with thread_safe = true,
+ *                            used by every worker thread at once; alloc and
+ *                            free per node as above: what pmr sync pool does.
+ *                            The worker threads of each depth are new
+ *                            threads (bt_depth), so whatever the pool keeps
+ *                            per thread is left behind 6..9 times a run
+ *   memres objpool (shared, thread-safe)
+ *                            ONE mr_objpool of nodes, thread_safe = true,
+ *                            shared the same way, mr_objpool_free per node
+ *                            (no reset: other threads' trees are live)
  *   bump pointer             a hand-written inline bump pointer (one compare,
  *                            one add) over one malloc'd block that fits the
  *                            largest tree; the mark is restored per tree
@@ -48,6 +64,7 @@
 #include "memres/arena.h"
 #include "memres/blocks.h"
 #include "memres/objpool.h"
+#include "memres/pools.h"
 #ifdef BENCH_HAVE_APR
 #  include <apr_general.h>
 #  include <apr_pools.h>
@@ -418,6 +435,202 @@ static int run_objpool(const bench_args *args, bench_out *out)
     return bt_run(&objpool_ops, 1, args, out);
 }
 
+/* ---- memres pools, freed per node: one per context, or one shared ---- */
+
+/* The shared variants' state: the one pool, and whether bt_run's stats
+ * calls (one per context) have counted it already. */
+typedef struct bt_shared_pool {
+    void *pool; /* mr_pools * or mr_objpool * */
+    bool counted;
+} bt_shared_pool;
+
+typedef struct pools_ctx {
+    mr_pools *pools;
+    bt_shared_pool *shared; /* NULL: the context owns pools */
+} pools_ctx;
+
+static inline bt_node *pools_node(mr_pools *p)
+{
+    bt_node *n = mr_pools_alloc(p, sizeof *n, _Alignof(bt_node));
+    if (MR_UNLIKELY(n == NULL))
+        bt_oom();
+    return n;
+}
+
+static void pools_free_tree(mr_pools *p, bt_node *t)
+{
+    if (t->left) {
+        pools_free_tree(p, t->left);
+        pools_free_tree(p, t->right);
+    }
+    mr_pools_free(p, t, sizeof *t, _Alignof(bt_node));
+}
+
+#define POOLS_BEGIN(c) ((void)(c))
+#define POOLS_END(c, t) pools_free_tree((c)->pools, (t))
+#define POOLS_HANDLE(c) ((c)->pools)
+BT_VARIANT_H(bt_pools, pools_ctx, mr_pools, POOLS_HANDLE, pools_node, POOLS_BEGIN, POOLS_END)
+
+static void *pools_own_new(void *shared, int max_depth)
+{
+    (void)shared;
+    (void)max_depth;
+    pools_ctx *c = calloc(1, sizeof *c);
+    if (c && (c->pools = mr_pools_create(NULL)) == NULL) { /* default options: unsynchronised */
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static void pools_ctx_free(void *vc)
+{
+    pools_ctx *c = vc;
+    if (c->shared == NULL)
+        mr_pools_destroy(c->pools);
+    free(c);
+}
+
+/* Per-context pools: each adds its peak; the shared pool: counted once. */
+static void pools_stats(void *vc, size_t *held)
+{
+    pools_ctx *c = vc;
+    if (c->shared && c->shared->counted)
+        return;
+    mr_stats st;
+    mr_pools_stats(c->pools, &st);
+    *held += st.peak_held;
+    if (c->shared)
+        c->shared->counted = true;
+}
+
+static void *pools_shared_new(int *failed)
+{
+    bt_shared_pool *s = calloc(1, sizeof *s);
+    mr_pools_options o = { 0 };
+    o.thread_safe = true;
+    if (s && (s->pool = mr_pools_create(&o)) == NULL) {
+        fprintf(stderr, "binary-trees: mr_pools_create (thread_safe): %s\n", strerror(errno));
+        free(s);
+        s = NULL;
+    }
+    if (s == NULL)
+        *failed = 1;
+    return s;
+}
+
+static void pools_shared_free(void *vs)
+{
+    bt_shared_pool *s = vs;
+    if (s) {
+        mr_pools_destroy(s->pool);
+        free(s);
+    }
+}
+
+static void *pools_shared_ctx_new(void *shared, int max_depth)
+{
+    (void)max_depth;
+    pools_ctx *c = calloc(1, sizeof *c);
+    if (c) {
+        c->shared = shared;
+        c->pools = c->shared->pool;
+    }
+    return c;
+}
+
+static const bt_ops pools_own_ops = {
+    NULL, NULL, pools_own_new, pools_ctx_free, bt_pools_make, bt_pools_drop, bt_pools_trees, pools_stats
+};
+static const bt_ops pools_shared_ops = {
+    pools_shared_new, pools_shared_free, pools_shared_ctx_new, pools_ctx_free,
+    bt_pools_make,    bt_pools_drop,     bt_pools_trees,       pools_stats
+};
+
+static int run_pools_own(const bench_args *args, bench_out *out)
+{
+    return bt_run(&pools_own_ops, 1, args, out);
+}
+
+static int run_pools_shared(const bench_args *args, bench_out *out)
+{
+    return bt_run(&pools_shared_ops, 1, args, out);
+}
+
+/* ---- memres objpool, one shared by every thread, freed per node ---- */
+
+typedef struct objpool_ts_ctx {
+    mr_objpool *pool;
+    bt_shared_pool *shared;
+} objpool_ts_ctx;
+
+static void objpool_free_tree(mr_objpool *p, bt_node *t)
+{
+    if (t->left) {
+        objpool_free_tree(p, t->left);
+        objpool_free_tree(p, t->right);
+    }
+    mr_objpool_free(p, t);
+}
+
+#define OBJPOOL_TS_END(c, t) objpool_free_tree((c)->pool, (t))
+BT_VARIANT_H(bt_objpool_ts, objpool_ts_ctx, mr_objpool, OBJPOOL_HANDLE, objpool_node, OBJPOOL_BEGIN,
+             OBJPOOL_TS_END)
+
+static void *objpool_shared_new(int *failed)
+{
+    bt_shared_pool *s = calloc(1, sizeof *s);
+    if (s && (s->pool = mr_objpool_create(sizeof(bt_node), _Alignof(bt_node), &(mr_objpool_options){.thread_safe = true})) == NULL) {
+        fprintf(stderr, "binary-trees: mr_objpool_create (thread_safe): %s\n", strerror(errno));
+        free(s);
+        s = NULL;
+    }
+    if (s == NULL)
+        *failed = 1;
+    return s;
+}
+
+static void objpool_shared_free(void *vs)
+{
+    bt_shared_pool *s = vs;
+    if (s) {
+        mr_objpool_destroy(s->pool);
+        free(s);
+    }
+}
+
+static void *objpool_shared_ctx_new(void *shared, int max_depth)
+{
+    (void)max_depth;
+    objpool_ts_ctx *c = calloc(1, sizeof *c);
+    if (c) {
+        c->shared = shared;
+        c->pool = c->shared->pool;
+    }
+    return c;
+}
+
+static void objpool_shared_stats(void *vc, size_t *held)
+{
+    objpool_ts_ctx *c = vc;
+    if (c->shared->counted)
+        return;
+    mr_stats st;
+    mr_objpool_stats(c->pool, &st);
+    *held += st.peak_held;
+    c->shared->counted = true;
+}
+
+static const bt_ops objpool_shared_ops = {
+    objpool_shared_new, objpool_shared_free, objpool_shared_ctx_new, free,
+    bt_objpool_ts_make, bt_objpool_ts_drop,  bt_objpool_ts_trees,    objpool_shared_stats
+};
+
+static int run_objpool_shared(const bench_args *args, bench_out *out)
+{
+    return bt_run(&objpool_shared_ops, 1, args, out);
+}
+
 /* ---- hand-written bump pointer: the reference limit ---- */
 
 typedef struct bump_ctx {
@@ -747,6 +960,9 @@ const bench_variant bench_binary_trees[] = {
     BT("memres arena/pages", BENCH_MEMRES, true, NULL, run_arena_pages),
     BT("memres arena/huge pages", BENCH_MEMRES, true, NULL, run_arena_huge),
     BT("memres objpool", BENCH_MEMRES, true, NULL, run_objpool),
+    BT("memres pools (per thread)", BENCH_MEMRES, true, NULL, run_pools_own),
+    BT("memres pools (shared, thread-safe)", BENCH_MEMRES, true, NULL, run_pools_shared),
+    BT("memres objpool (shared, thread-safe)", BENCH_MEMRES, true, NULL, run_objpool_shared),
     BT("bump pointer", BENCH_LIMIT, true, NULL, run_bump),
     BT("bump pointer/huge pages", BENCH_LIMIT, true, NULL, run_bump_huge),
     BT("apr pool", BENCH_PEER, true, bench_apr_unavailable, run_apr),
