@@ -13,12 +13,16 @@
  *                               pools behind the integration's mutex
  *   memres pools, single-thread mr_sqlite_install_singlethread: no lock in
  *                               SQLite or the pools
+ *   memres pools, thread-safe   mr_sqlite_install over a thread-safe pool:
+ *                               SQLite serialized, no lock of the
+ *                               integration's (per-thread caches)
  *
  * The rows of every query are the output (FNV-1a hash as the checksum, the
  * row count and bytes as text).  Timing starts after the script is read;
  * sqlite3_shutdown is timed.  Built when pkg-config finds sqlite3
  * (BENCH_HAVE_SQLITE).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,13 +107,13 @@ static int run_malloc(const bench_args *args, bench_out *out)
     return rc;
 }
 
-static int run_pools_mode(const bench_args *args, bench_out *out, int (*install)(mr_pools *))
+static int run_pools_mode(const bench_args *args, bench_out *out, int (*install)(mr_pools *), bool thread_safe)
 {
     char *sql = read_sql();
     if (sql == NULL)
         return 1;
     bench_timing_start();
-    mr_pools *p = mr_pools_create(NULL);
+    mr_pools *p = mr_pools_create(&(mr_pools_options){.thread_safe = thread_safe});
     int rc = p == NULL || install(p) != SQLITE_OK || sq_workload(args, out, sql);
     sqlite3_shutdown();
     if (p != NULL) {
@@ -125,12 +129,17 @@ static int run_pools_mode(const bench_args *args, bench_out *out, int (*install)
 
 static int run_pools(const bench_args *args, bench_out *out)
 {
-    return run_pools_mode(args, out, mr_sqlite_install);
+    return run_pools_mode(args, out, mr_sqlite_install, false);
+}
+
+static int run_pools_ts(const bench_args *args, bench_out *out)
+{
+    return run_pools_mode(args, out, mr_sqlite_install, true);
 }
 
 static int run_pools_st(const bench_args *args, bench_out *out)
 {
-    return run_pools_mode(args, out, mr_sqlite_install_singlethread);
+    return run_pools_mode(args, out, mr_sqlite_install_singlethread, false);
 }
 
 #  define SQLITE_UNAVAILABLE NULL
@@ -138,6 +147,7 @@ static int run_pools_st(const bench_args *args, bench_out *out)
 #  define run_malloc NULL
 #  define run_pools NULL
 #  define run_pools_st NULL
+#  define run_pools_ts NULL
 static const char *sqlite_unavailable(void) { return "sqlite3 (libsqlite3-dev) not found at build time"; }
 #  define SQLITE_UNAVAILABLE sqlite_unavailable
 #endif
@@ -146,5 +156,6 @@ const bench_variant bench_sqlite[] = {
     {"sqlite", "malloc", BENCH_MALLOC, false, SQLITE_UNAVAILABLE, run_malloc},
     {"sqlite", "memres pools", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools},
     {"sqlite", "memres pools, single-thread", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools_st},
+    {"sqlite", "memres pools, thread-safe", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools_ts},
     {NULL, NULL, BENCH_MEMRES, false, NULL, NULL},
 };

@@ -144,7 +144,10 @@ static int install(mr_pools *p, bool with_lock)
 
 MR_API int mr_sqlite_install(mr_pools *p)
 {
-    return install(p, sqlite3_threadsafe() != 0);
+    mr_pools_options o = {0};
+    if (p != NULL)
+        mr_pools_get_options(p, &o);
+    return install(p, sqlite3_threadsafe() != 0 && !o.thread_safe);
 }
 
 MR_API int mr_sqlite_install_singlethread(mr_pools *p)

@@ -6,12 +6,14 @@
  *   Runs the workload (size 1000) on a :memory: database and on a file
  *   database in DIR, first with SQLite's own allocator, then on memres
  *   pools installed with mr_sqlite_install (SQLite's threading mode as
- *   compiled: the pools behind a mutex), then with
+ *   compiled: the pools behind a mutex), on a thread-safe pool installed
+ *   with mr_sqlite_install (no mutex of ours), then with
  *   mr_sqlite_install_singlethread.  Every query's rows must be identical;
  *   after sqlite3_close sqlite3_memory_used() is 0, after sqlite3_shutdown
  *   the pools hold no live block, and after mr_pools_destroy nothing is
  *   outstanding upstream (a tracking adaptor).  Also: two threads with a
- *   connection each on the locked install, and the misuse answers.
+ *   connection each on the locked and the thread-safe installs, and the
+ *   misuse answers.
  * test_sqlite --sweep WORKLOAD.sql
  *   The fault sweep: for N = 1, 2, ... the pools' Nth upstream request fails
  *   (mr_failing); the workload (size 60) runs statement by statement, and
@@ -88,6 +90,8 @@ typedef struct stack {
 
 /* The pools on a tracking adaptor on under; s.p NULL when the pools could
  * not be created (the sweep's first failure point). */
+static bool stack_thread_safe; /* the next stacks' pools are thread-safe */
+
 static stack stack_try(mr_resource *under)
 {
     stack s;
@@ -96,7 +100,7 @@ static stack stack_try(mr_resource *under)
         fputs("test_sqlite: cannot create the tracking adaptor\n", stderr);
         exit(2);
     }
-    mr_pools_options po = {mr_tracking_resource(s.tr), 0, 0, false};
+    mr_pools_options po = {mr_tracking_resource(s.tr), 0, 0, stack_thread_safe};
     s.p = mr_pools_create(&po);
     return s;
 }
@@ -143,10 +147,13 @@ static void identical(const char *path, const char *dir)
     CHECK(stock_mem.n > 300 && strcmp(stock_mem.s, stock_disk.s) == 0, "stock: :memory: and file results differ");
     CHECK(sqlite3_shutdown() == SQLITE_OK, "shutdown");
 
-    static const char *const modes[] = {"mr_sqlite_install", "mr_sqlite_install_singlethread"};
-    for (int m = 0; m < 2; m++) {
+    /* singlethread last: SQLite keeps that mode until the process ends */
+    static const char *const modes[] = {"mr_sqlite_install", "mr_sqlite_install (thread-safe pool)",
+                                        "mr_sqlite_install_singlethread"};
+    for (int m = 0; m < 3; m++) {
+        stack_thread_safe = m == 1;
         stack s = stack_new(NULL);
-        int rc = m == 0 ? mr_sqlite_install(s.p) : mr_sqlite_install_singlethread(s.p);
+        int rc = m < 2 ? mr_sqlite_install(s.p) : mr_sqlite_install_singlethread(s.p);
         CHECK(rc == SQLITE_OK, "%s: %d", modes[m], rc);
         CHECK(sqlite3_initialize() == SQLITE_OK, "initialize");
         CHECK(mr_sqlite_install(s.p) == SQLITE_MISUSE, "install while initialised: SQLITE_MISUSE");
@@ -157,7 +164,7 @@ static void identical(const char *path, const char *dir)
         CHECK(strcmp(disk.s, stock_disk.s) == 0, "%s, file: rows differ", modes[m]);
         CHECK(sqlite3_memory_used() == 0, "%s: sqlite3_memory_used() = %lld after close", modes[m],
               (long long)sqlite3_memory_used());
-        if (m == 0) { /* two threads, a connection each, on the locked pools */
+        if (m < 2) { /* two threads, a connection each, on the locked or thread-safe pools */
             thread_sql = sql;
             text out[2] = {{0}, {0}};
             pthread_t t[2];

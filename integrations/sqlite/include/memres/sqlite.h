@@ -23,10 +23,12 @@
  * lookaside buffers and bulk page-cache allocations, 64 KiB and more with
  * the default options) go to the pools' upstream, one upstream call each.
  *
- * Threads.  Size-class pools are not thread-safe, and SQLite calls its
- * allocator from every thread that uses it.  mr_sqlite_install therefore
- * takes a mutex around every pool call unless SQLite was compiled
- * single-threaded (sqlite3_threadsafe() == 0); xSize and xRoundup take none
+ * Threads.  SQLite calls its allocator from every thread that uses it.
+ * Given a thread-safe pool (mr_pools_options.thread_safe: the recommended
+ * set-up for a multi-threaded program), mr_sqlite_install uses it as it is,
+ * with no lock of its own.  Given an unsynchronised pool, it takes a mutex
+ * around every pool call unless SQLite was compiled single-threaded
+ * (sqlite3_threadsafe() == 0); xSize and xRoundup take none
  * (they read the block's word and the pool's fixed class table).  The mutex
  * (uncontended pthread lock and unlock, twice) costs about 220 instructions
  * per malloc + free under callgrind, three times the unlocked allocator's
@@ -35,9 +37,7 @@
  * call mr_sqlite_install_singlethread instead: it sets SQLite's threading
  * mode to SQLITE_CONFIG_SINGLETHREAD (no mutex anywhere in SQLite) and
  * installs the pools without a lock.  Never both: no mode runs the pools
- * unsynchronised under a multi-threaded SQLite.  When thread-safe pools
- * exist (mr_pools_options.thread_safe), mr_sqlite_install will use the pool
- * without a lock of its own when the pool is thread-safe.
+ * unsynchronised under a multi-threaded SQLite.
  *
  * Errors.  When the pools cannot get memory SQLite sees NULL and returns
  * SQLITE_NOMEM from the call in progress; the connection stays usable.
@@ -61,7 +61,8 @@ extern "C" {
 #define MR_SQLITE_HEADER ((size_t)8)
 
 /* Makes p SQLite's allocator (sqlite3_config(SQLITE_CONFIG_MALLOC)), with a
- * mutex around the pool calls unless SQLite is compiled single-threaded.
+ * mutex around the pool calls unless p is thread-safe or SQLite is compiled
+ * single-threaded.
  * Call it before sqlite3_initialize (or after sqlite3_shutdown), from one
  * thread, like sqlite3_config.  Returns SQLITE_OK; SQLITE_MISUSE when p is
  * NULL or SQLite is initialised (nothing changed then). */
