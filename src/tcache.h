@@ -80,6 +80,7 @@ struct mri_tc {
     void *rec_pages;                /* chunk record pages (tcache.c) */
     uintptr_t rec_ptr, rec_end;
     size_t rec_page_count;
+    size_t reserved;                /* bytes of upstream requests in flight (under mu) */
 };
 
 /* A thread's caches (its table of recent ones is mri_tc_table). */

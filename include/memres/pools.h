@@ -170,22 +170,26 @@ struct mri_pools_hot {
 };
 
 /* Private: the class of a request of x + 1 bytes (1 <= x + 1 <= 2^62) with
- * alignment <= 16.  Classes 0..15 are 16..256; above, class 8k - 56 + q
- * holds the sizes (q << (k - 3), (q + 1) << (k - 3)] for k = floor(log2 x),
- * q in 8..15.  No loop, no table: or, bit scan, two shifts, two adds. */
+ * alignment <= 16.  Classes 0..15 are 16..256: x >> 4, one shift for the
+ * small requests that dominate; above, class 8k - 56 + q holds the sizes
+ * (q << (k - 3), (q + 1) << (k - 3)] for k = floor(log2 x), q in 8..15: a
+ * bit scan, two shifts, two adds.  No table. */
 static inline size_t mri_pools_class_of(size_t x)
 {
-    /* 63 ^ clz is the bit index (one bsr); x | 128 makes sizes <= 256 take k = 7 */
-    unsigned k = 63u ^ (unsigned)MR_CLZLL((unsigned long long)(x | 128u));
+    if (MR_LIKELY(x < 256))
+        return x >> 4;
+    unsigned k = 63u ^ (unsigned)MR_CLZLL((unsigned long long)x); /* 63 ^ clz: one bsr */
     return (x >> (k - 3u)) + ((size_t)k << 3) - 56u;
 }
 
 /* Private: the block size of the class of a request of x + 1 bytes, as
- * mri_pools_class_of with the same k: the class holds the sizes up to
- * ((x >> (k - 3)) + 1) << (k - 3).  No table load. */
+ * mri_pools_class_of: (x | 15) + 1 up to 256, else the class holds the
+ * sizes up to ((x >> (k - 3)) + 1) << (k - 3).  No table load. */
 static inline size_t mri_pools_class_size_of(size_t x)
 {
-    unsigned s = (63u ^ (unsigned)MR_CLZLL((unsigned long long)(x | 128u))) - 3u;
+    if (MR_LIKELY(x < 256))
+        return (x | 15u) + 1u;
+    unsigned s = (63u ^ (unsigned)MR_CLZLL((unsigned long long)x)) - 3u;
     return ((x >> s) + 1u) << s;
 }
 
