@@ -239,27 +239,53 @@ static struct mri_tc_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls
             return mri_fail(ENOMEM);
         n = bytes / s < cls->max_blocks ? bytes / s : cls->max_blocks;
     }
+    /* The record first: then the chunk is counted by the ledger and put on
+     * the pending list in one hold of the lock, so that a fork finds it
+     * (fork_child) until the caller links it into its class. */
     pthread_mutex_lock(&t->mu);
-    void *base = mri_tc_up_allocate(t, bytes, cls->align);
-    struct mri_tc_chunk *r = NULL;
-    if (base != NULL) {
-        r = rec_new(t);
-        if (r == NULL) {
-            int err = errno;
-            mri_tc_up_deallocate(t, base, bytes, cls->align);
-            errno = err;
+    struct mri_tc_chunk *r = rec_new(t);
+    if (r != NULL) {
+        void *base = mri_tc_up_allocate(t, bytes, cls->align);
+        if (base != NULL) {
+            MR_ASSERT_INTERNAL((uintptr_t)base % cls->align == 0);
+            mri_track_poison(base, bytes);
+            r->base = (uintptr_t)base;
+            r->bytes = bytes;
+            r->blocks = n;
+            r->cls = cls;
+            r->next = t->pending;
+            t->pending = r;
+        } else {
+            if (t->rec_ptr == (uintptr_t)(r + 1)) /* no other thread took one since */
+                t->rec_ptr -= sizeof *r;
+            r = NULL;
         }
     }
     pthread_mutex_unlock(&t->mu);
-    if (r == NULL)
-        return NULL;
-    MR_ASSERT_INTERNAL((uintptr_t)base % cls->align == 0);
-    mri_track_poison(base, bytes);
-    r->next = NULL;
-    r->base = (uintptr_t)base;
-    r->bytes = bytes;
-    r->blocks = n;
     return r;
+}
+
+/* Takes r (from chunk_new) off the pending list; under cls->mu. */
+static void pending_remove(struct mri_tc *t, struct mri_tc_chunk *r)
+{
+    pthread_mutex_lock(&t->mu);
+    struct mri_tc_chunk **pp = &t->pending;
+    while (*pp != r)
+        pp = &(*pp)->next;
+    *pp = r->next;
+    pthread_mutex_unlock(&t->mu);
+    r->next = NULL;
+}
+
+/* Appends chunk r to its class's list (under cls->mu, or in fork_child). */
+static void chunk_link(struct mri_tc_class *cls, struct mri_tc_chunk *r)
+{
+    if (cls->last != NULL)
+        cls->last->next = r;
+    else
+        cls->chunks = r;
+    cls->last = r;
+    cls->capacity += r->blocks;
 }
 
 /* ---- the common path's slow ends ---- */
@@ -305,12 +331,8 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
             return NULL;
         pthread_mutex_lock(&cls->mu);
         MR_ASSERT_INTERNAL(cls->next == NULL);
-        if (cls->last != NULL)
-            cls->last->next = r;
-        else
-            cls->chunks = r;
-        cls->last = r;
-        cls->capacity += r->blocks;
+        pending_remove(t, r);
+        chunk_link(cls, r);
         pthread_mutex_unlock(&cls->mu);
         bump = r->base;
         end = r->base + r->blocks * size;
@@ -442,6 +464,15 @@ static void fork_child(void)
 {
     struct mri_tc_thread *self = &mri_tc_self;
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
+        /* chunks taken by threads that did not come along, not yet in
+         * their class: linked now, their blocks a region anyone can carve */
+        for (struct mri_tc_chunk *r = t->pending, *next; r != NULL; r = next) {
+            next = r->next;
+            r->next = NULL;
+            chunk_link(r->cls, r);
+            region_push_locked(t, r->cls, r->base, r->base + r->blocks * r->cls->size);
+        }
+        t->pending = NULL;
         for (struct mri_tc_cache *c = t->active, *next; c != NULL; c = next) {
             next = c->next;
             if (c->thread != self) { /* its thread is not in this process */

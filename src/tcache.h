@@ -39,6 +39,7 @@ struct mri_tc_chunk {
     struct mri_tc_chunk *next;
     uintptr_t base;
     size_t bytes, blocks;
+    struct mri_tc_class *cls;       /* its class */
 };
 
 /* The shared state of one class, under mu. */
@@ -81,6 +82,7 @@ struct mri_tc {
     uintptr_t rec_ptr, rec_end;
     size_t rec_page_count;
     size_t reserved;                /* bytes of upstream requests in flight (under mu) */
+    struct mri_tc_chunk *pending;   /* chunks taken, not yet in their class (under mu) */
 };
 
 /* A thread's caches (its table of recent ones is mri_tc_table). */
