@@ -55,7 +55,10 @@
  * of a free object is unpoisoned only while this file reads or writes it.
  * Freeing an object twice then writes to poisoned memory and is reported.
  *
- * Not supported: thread safety (one pool per thread), objects of other sizes
+ * Thread-safe pools (thread_safe = true) keep no directory: their blocks and
+ * per-thread caches are the engine's (tcache.c, one class).
+ *
+ * Not supported: objects of other sizes
  * (the resource view accepts smaller ones and hands out a whole object),
  * returning single blocks upstream before release (a block is free only when
  * all its objects are, which the pool does not track: that would cost a

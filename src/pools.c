@@ -90,8 +90,12 @@
  * this file reads or writes it.  Freeing a block twice reads its first byte,
  * now poisoned, and is reported (for requests of at least one byte).
  *
- * Not supported: thread safety (thread_safe = true fails at create), giving
- * single chunks back before release (a chunk is free only when all its
+ * Thread-safe pools (thread_safe = true) keep no class array of their own:
+ * their classes, chunks and per-thread caches are the engine's (tcache.c);
+ * this file routes their calls there and keeps the direct blocks, under
+ * the engine's lock.
+ *
+ * Not supported: giving single chunks back before release (a chunk is free only when all its
  * blocks are; tracking that costs a per-chunk count on every free), freeing
  * with a size or alignment other than the allocation's (undefined; debug
  * builds catch it for direct blocks, mr_pools_check finds some of it).

@@ -255,9 +255,18 @@ static struct mri_tc_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls
             r->cls = cls;
             r->next = t->pending;
             t->pending = r;
-        } else {
+        } else { /* a failed call holds what it held before */
+            int err = errno;
             if (t->rec_ptr == (uintptr_t)(r + 1)) /* no other thread took one since */
                 t->rec_ptr -= sizeof *r;
+            struct rec_page *pg = t->rec_pages;
+            if (t->rec_ptr == (uintptr_t)pg + REC_FIRST) { /* the page came for r: unused */
+                t->rec_pages = pg->next;
+                t->rec_page_count--;
+                t->rec_ptr = t->rec_end = 0; /* the page before was full */
+                mri_tc_up_deallocate(t, pg, REC_PAGE_BYTES, alignof(struct rec_page));
+            }
+            errno = err;
             r = NULL;
         }
     }
