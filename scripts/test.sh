@@ -8,13 +8,15 @@
 #     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check),
 #              hardened free lists (MEMRES_HARDEN=ON)
 #     tsan     ThreadSanitizer, hardened free lists (inline paths included): every test but the single-threaded fuzz driver
-#              (TSan makes it ~80x slower and it has no threads to check)
+#              (TSan makes it ~80x slower and it has no threads to check); the lock-step threaded
+#              fuzz driver (fuzz_threads, fuzz_threads_quick) does run
 #     valgrind -O2 with MEMRES_VALGRIND=ON: every C test under memcheck (zero
 #              errors, no definite leak; stress scaled to 5%), and negative
 #              tests that pass only when memcheck reports a use after
 #              rewind/reset/free/put
 #     fuzz     clang + libFuzzer + ASan: the op-sequence target, coverage-guided,
-#              for MEMRES_FUZZ_SECONDS (default 60) from an empty corpus
+#              for MEMRES_FUZZ_SECONDS (default 60) from an empty corpus, then the
+#              lock-step threaded target for MEMRES_FUZZ_THREADS_SECONDS (default 30)
 #     package  scripts/package.sh: the .deb packages built with CPack, installed
 #              with apt-get, consumed (CMake and pkg-config), removed; and
 #              memres consumed from source (add_subdirectory, FetchContent)
@@ -47,22 +49,27 @@ for cfg in "${configs[@]}"; do
     valgrind) flags=(-DCMAKE_BUILD_TYPE=Release -DMEMRES_VALGRIND=ON -DMEMRES_BUILD_EXAMPLES=OFF); select=(-L valgrind) ;;
     fuzz)
       dir=build-test-fuzz
-      echo "== fuzz: libFuzzer + ASan (clang) in $dir, ${MEMRES_FUZZ_SECONDS:-60} s"
+      echo "== fuzz: libFuzzer + ASan (clang) in $dir, ${MEMRES_FUZZ_SECONDS:-60} s + threads ${MEMRES_FUZZ_THREADS_SECONDS:-30} s"
       CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DMEMRES_FUZZ=ON \
         -DMEMRES_SANITIZE=address -DMEMRES_WERROR=ON -DMEMRES_BUILD_EXAMPLES=OFF >/dev/null
-      cmake --build "$dir" -j"$jobs" --target fuzz_ops_libfuzzer >/dev/null
-      mkdir -p "$dir/corpus"
-      status=0
-      ASAN_OPTIONS=allocator_may_return_null=1 "$dir/tests/fuzz_ops_libfuzzer" \
-        -max_total_time="${MEMRES_FUZZ_SECONDS:-60}" -max_len=2048 -print_final_stats=1 -artifact_prefix="$dir/" \
-        "$dir/corpus" >"$dir/fuzz.log" 2>&1 || status=$?
-      if [ $status -ne 0 ]; then
-        tail -n 60 "$dir/fuzz.log"
-        echo "fuzz: 0 passed, 1 failed (the input is saved in $dir/)"
-        exit 1
-      fi
-      grep -E "^Done|^stat::number_of_executed_units" "$dir/fuzz.log" || true
-      echo "fuzz: 1 passed, 0 failed"
+      cmake --build "$dir" -j"$jobs" --target fuzz_ops_libfuzzer fuzz_threads_libfuzzer >/dev/null
+      # target, seconds, corpus, log
+      for run in "fuzz_ops ${MEMRES_FUZZ_SECONDS:-60} corpus fuzz.log" \
+                 "fuzz_threads ${MEMRES_FUZZ_THREADS_SECONDS:-30} corpus-threads fuzz-threads.log"; do
+        read -r target secs corpus log <<<"$run"
+        mkdir -p "$dir/$corpus"
+        status=0
+        ASAN_OPTIONS=allocator_may_return_null=1 "$dir/tests/${target}_libfuzzer" \
+          -max_total_time="$secs" -max_len=2048 -print_final_stats=1 -artifact_prefix="$dir/" \
+          "$dir/$corpus" >"$dir/$log" 2>&1 || status=$?
+        if [ $status -ne 0 ]; then
+          tail -n 60 "$dir/$log"
+          echo "fuzz ($target): 0 passed, 1 failed (the input is saved in $dir/)"
+          exit 1
+        fi
+        grep -E "^Done|^stat::number_of_executed_units" "$dir/$log" || true
+      done
+      echo "fuzz: 2 passed, 0 failed"
       continue ;;
     package)
       bash scripts/package.sh

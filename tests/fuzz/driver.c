@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "support.h"
 
@@ -34,6 +35,7 @@ int main(int argc, char **argv)
             buf[j] = (uint8_t)mrt_rand(&seed);
         LLVMFuzzerTestOneInput(buf, n);
     }
-    printf("fuzz_ops: %ld passed, 0 failed\n", runs);
+    const char *name = strrchr(argv[0], '/');
+    printf("%s: %ld passed, 0 failed\n", name != NULL ? name + 1 : argv[0], runs);
     return 0;
 }
