@@ -125,11 +125,6 @@ _Static_assert(sizeof(struct mri_pools_class) == 64 || sizeof(void *) != 8, "a c
 _Static_assert(MR_POOLS_MAX_POOL_BLOCK <= HARD_MAX_CHUNK, "every class fits a chunk");
 _Static_assert((MR_POOLS_MAX_POOL_BLOCK & (MR_POOLS_MAX_POOL_BLOCK - 1)) == 0, "the largest class is a power of two");
 
-/* The classes a thread-safe pool shows its inline paths: all empty, read
- * only (alloc falls through to the thread caches; free is kept out by
- * hot.guard).  Every pool's class count is at most this. */
-#define MAX_CLASSES ((size_t)16 + 8 * 12) /* 16..256, then 8 per power of two up to 1 MiB */
-static const struct mri_pools_class ts_no_classes[MAX_CLASSES];
 
 /* One chunk of a class: its blocks are [base, base + blocks * size). */
 struct chunk_rec {
@@ -171,8 +166,7 @@ struct mr_pools {
     size_t direct_bytes;        /* their requested sizes */
     size_t direct_allocations;  /* successful direct allocations so far */
     mri_ledger ledger;          /* upstream accounting, the header included */
-    size_t pool_max;            /* the largest pooled size (hot.pool_max is 0 when
-                                   thread-safe: every call leaves the inline paths) */
+    size_t pool_max;            /* the largest pooled size (== hot.pool_max) */
     struct mri_tc *tc;          /* thread_safe: the thread caches (in the header
                                    block); they guard direct blocks and ledger too */
 };
@@ -574,7 +568,6 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     p->max_blocks_opt = o.max_blocks_per_chunk;
     p->direct.prev = p->direct.next = &p->direct;
     if (o.thread_safe) {
-        MR_ASSERT_INTERNAL(nclasses <= MAX_CLASSES && mri_pools_class_of(MR_POOLS_MAX_POOL_BLOCK - 1) + 1 == MAX_CLASSES);
         p->tc = mri_tc_layout((char *)p + off, nclasses, &p->ledger, up, p->hot.key);
         for (size_t i = 0; i < nclasses; i++) {
             struct mri_tc_class *cls = &p->tc->classes[i];
@@ -585,17 +578,16 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
             cls->round = true;
         }
         mri_tc_start(p->tc);
-        /* the inline paths: the unsynchronised part finds every class empty
-         * (alloc) or does not apply (free: guard), the thread-safe part
-         * reads this thread's cache */
-        p->hot.classes = (struct mri_pools_class *)(uintptr_t)ts_no_classes;
+        /* the inline paths: the unsynchronised part does not apply (alloc:
+         * alloc_max 0, free: guard), the thread-safe part reads this
+         * thread's cache */
         p->hot.pool_max = p->pool_max;
         p->hot.guard = UINTPTR_MAX;
         p->hot.tc_id = p->tc->id;
         return p;
     }
     p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
-    p->hot.pool_max = p->pool_max;
+    p->hot.alloc_max = p->hot.pool_max = p->pool_max;
     for (size_t i = 0; i < nclasses; i++)
         p->hot.classes[i].size = class_size(i);
     MR_ASSERT_EXPENSIVE(mr_pools_check(p));
@@ -802,14 +794,15 @@ MR_API bool mr_pools_check(const mr_pools *p)
         for (size_t i = 0; i < p->nclasses; i++)
             CHECK(p->tc->classes[i].size == class_size(i), "class %zu: size %zu, expected %zu", i,
                   p->tc->classes[i].size, class_size(i));
-        CHECK(p->hot.classes == ts_no_classes && p->hot.guard == UINTPTR_MAX && p->hot.tc_id == p->tc->id &&
-                  p->hot.pool_max == p->pool_max,
+        CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX &&
+                  p->hot.tc_id == p->tc->id && p->hot.pool_max == p->pool_max,
               "thread-safe pool: inline fields %p / %#jx / %ju", (void *)p->hot.classes, (uintmax_t)p->hot.guard,
               (uintmax_t)p->hot.tc_id);
         if (!mri_tc_check(p->tc, "mr_pools_check", p, &held, &blocks))
             return false;
     } else {
-        CHECK(p->hot.classes != NULL && p->hot.pool_max == p->pool_max && p->hot.guard == 0 && p->hot.tc_id == 0,
+        CHECK(p->hot.classes != NULL && p->hot.pool_max == p->pool_max && p->hot.alloc_max == p->pool_max &&
+                  p->hot.guard == 0 && p->hot.tc_id == 0,
               "class table: pool_max %zu / %zu", p->hot.pool_max, p->pool_max);
         if (!check_classes(p, &held, &blocks))
             return false;

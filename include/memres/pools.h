@@ -161,7 +161,9 @@ struct mri_pools_class {
 /* Private: the fields the inline fast paths read, first in struct mr_pools. */
 struct mri_pools_hot {
     struct mri_pools_class *classes;  /* the class array (in the header block); thread-safe:
-                                         a shared all-empty array, never written */
+                                         none */
+    size_t alloc_max;                 /* pool_max; 0 when thread-safe: the unsynchronised
+                                         alloc never applies */
     size_t pool_max;                  /* the largest pooled size (a class size) */
     uintptr_t key;                    /* free-list link encoding (mri_link_load) */
     uintptr_t guard;                  /* 0; thread-safe: UINTPTR_MAX (no pointer is above
@@ -195,8 +197,8 @@ static inline size_t mri_pools_class_size_of(size_t x)
 
 /* Private: is a request of size bytes with alignment align one the inline
  * paths serve (1 <= size <= pool_max, align a power of two <= 16)? */
-#define MRI_POOLS_INLINE_OK(h, size, align) \
-    ((size) - 1 < (h)->pool_max && (align) - 1 < 16 && ((align) & ((align) - 1)) == 0)
+#define MRI_POOLS_ALIGN_OK(align) ((align) - 1 < 16 && ((align) & ((align) - 1)) == 0)
+#define MRI_POOLS_INLINE_OK(h, size, align) ((size) - 1 < (h)->pool_max && MRI_POOLS_ALIGN_OK(align))
 
 /* Allocates size bytes aligned to align (a power of two, any size: above
  * MR_POOLS_MAX_ALIGN it goes upstream).  size 0: a valid non-NULL pointer
@@ -209,7 +211,7 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
 {
 #if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
-    if (MR_LIKELY(MRI_POOLS_INLINE_OK(h, size, align))) {
+    if (MR_LIKELY((size) - 1 < h->alloc_max && MRI_POOLS_ALIGN_OK(align))) {
         struct mri_pools_class *c = &h->classes[mri_pools_class_of(size - 1)];
         void *b = c->free;
         if (MR_LIKELY(b != NULL)) {
@@ -224,13 +226,13 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
             c->allocations++;
             return (void *)q;
         }
-        if (h->tc_id != 0) { /* thread-safe: this thread's cache of the pool */
-            struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
-            if (MR_LIKELY(e->id == h->tc_id)) {
-                b = mri_tc_take(&e->slots[mri_pools_class_of(size - 1)], h->key);
-                if (MR_LIKELY(b != NULL))
-                    return b;
-            }
+    } else if (h->tc_id != 0 && MRI_POOLS_INLINE_OK(h, size, align)) {
+        /* thread-safe: this thread's cache of the pool */
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id)) {
+            void *b = mri_tc_take(&e->slots[mri_pools_class_of(size - 1)], h->key);
+            if (MR_LIKELY(b != NULL))
+                return b;
         }
     }
 #endif
