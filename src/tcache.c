@@ -17,7 +17,8 @@
  *          block (the size is given: the class is known, no owner lookup);
  *          when the list holds more than its limit, one batch of its blocks
  *          goes to the shared stack (one lock per batch).
- *   exit   (pthread key destructor) the thread's lists become batches, its
+ *   exit   (pthread key destructor) each of the thread's lists becomes one
+ *          batch (O(1): refill takes such a batch apart a batch at a time), its
  *          regions go to the shared list; the cache itself is parked on the
  *          pool's spare list for the next thread (no upstream call at exit).
  *
@@ -114,14 +115,19 @@ static void word1_set(void *b, uintptr_t v)
 }
 
 /* Pushes the chain head (n blocks, NULL-terminated) on the class's stack. */
-static void batch_push(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
+static void batch_push_locked(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
 {
     if (n >= 2)
         word1_set(mri_link_get(head, t->key), n);
-    pthread_mutex_lock(&cls->mu);
     word1_set(head, (uintptr_t)cls->batches ^ t->key);
     cls->batches = head;
     cls->batched += n;
+}
+
+static void batch_push(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
+{
+    pthread_mutex_lock(&cls->mu);
+    batch_push_locked(t, cls, head, n);
     pthread_mutex_unlock(&cls->mu);
 }
 
@@ -311,6 +317,18 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         cls->batches = (void *)(word1_get(head) ^ t->key);
         size_t n = batch_count(t, head);
         cls->batched -= n;
+        if (n > cls->min_limit) {
+            /* a whole list handed back at once (slot_flush): take one
+             * batch, leave the rest (walking the blocks this thread is
+             * about to hand out anyway) */
+            void *last = head;
+            for (size_t k = 1; k < cls->batch; k++)
+                last = mri_link_get(last, t->key);
+            void *rest = mri_link_get(last, t->key);
+            mri_link_set(last, NULL, t->key);
+            batch_push_locked(t, cls, rest, n - cls->batch);
+            n = cls->batch;
+        }
         pthread_mutex_unlock(&cls->mu);
         s->free = mri_link_get(head, t->key);
         s->nfree = n - 1;
@@ -375,11 +393,13 @@ MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i)
 static void slot_flush(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
 {
     struct mri_tc_class *cls = &t->classes[i];
-    while (s->nfree != 0) {
-        size_t n = s->nfree < cls->batch ? s->nfree : cls->batch;
-        batch_push(t, cls, cut_front(t, s, n), n);
-    }
-    MR_ASSERT_INTERNAL(s->free == NULL);
+    /* the whole list as one batch: O(1) at thread exit, where walking a
+     * thread's free blocks (a freed tree of 2^19 nodes: cold) cost more
+     * than the thread's work; refill splits it a batch at a time */
+    if (s->nfree != 0)
+        batch_push(t, cls, s->free, s->nfree);
+    s->free = NULL;
+    s->nfree = 0;
     if (s->bump != s->end) {
         pthread_mutex_lock(&cls->mu);
         region_push_locked(t, cls, s->bump, s->end);
