@@ -5,9 +5,10 @@
  *
  * Structure.  Each (pool, thread) pair has a cache: per class, the state an
  * unsynchronised pool has (a free list and a carving region [bump, end)),
- * private to the thread.  Each class also has shared state under its own
- * mutex: a stack of batches of free blocks, a list of carving regions
- * handed back, and the class's chunks.
+ * private to the thread.  Each class also has shared state: a stack of
+ * batches of free blocks (pushed lock-free, popped under the class's
+ * mutex), and under that mutex a list of carving regions handed back and
+ * the class's chunks.
  *
  *   alloc  pop the thread's list, else carve its region, else (refill) take
  *          a batch, else a region, else a kept chunk (after reset), else a
@@ -15,8 +16,9 @@
  *          only when no free block of the class is reachable by the thread.
  *   free   push on the thread's list -- whichever thread allocated the
  *          block (the size is given: the class is known, no owner lookup);
- *          when the list holds more than its limit, one batch of its blocks
- *          goes to the shared stack (one lock per batch).
+ *          when the list holds more than its limit, it goes to the shared
+ *          stack (one compare-and-swap: the whole list, in O(1), when the
+ *          limit is the minimum; else one batch of it).
  *   exit   (pthread key destructor) each of the thread's lists becomes one
  *          batch (O(1): refill takes such a batch apart a batch at a time), its
  *          regions go to the shared list; the cache itself is parked on the
@@ -115,20 +117,29 @@ static void word1_set(void *b, uintptr_t v)
 }
 
 /* Pushes the chain head (n blocks, NULL-terminated) on the class's stack. */
-static void batch_push_locked(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
+/* Pushes the chain head (n blocks, NULL-terminated) on the class's stack:
+ * lock-free (a Treiber push; pops are serialised by the class's mutex, so
+ * a popped batch cannot come back under a popper's feet: no ABA). */
+static void batch_push(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
 {
     if (n >= 2)
         word1_set(mri_link_get(head, t->key), n);
-    word1_set(head, (uintptr_t)cls->batches ^ t->key);
-    cls->batches = head;
-    cls->batched += n;
+    void *old = __atomic_load_n(&cls->batches, __ATOMIC_RELAXED);
+    do
+        word1_set(head, (uintptr_t)old ^ t->key);
+    while (!__atomic_compare_exchange_n(&cls->batches, &old, head, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    __atomic_fetch_add(&cls->batched, n, __ATOMIC_RELAXED);
 }
 
-static void batch_push(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
+/* Pops a batch (NULL: none), holding cls->mu. */
+static void *batch_pop_locked(struct mri_tc *t, struct mri_tc_class *cls)
 {
-    pthread_mutex_lock(&cls->mu);
-    batch_push_locked(t, cls, head, n);
-    pthread_mutex_unlock(&cls->mu);
+    void *head = __atomic_load_n(&cls->batches, __ATOMIC_ACQUIRE);
+    while (head != NULL &&
+           !__atomic_compare_exchange_n(&cls->batches, &head, (void *)(word1_get(head) ^ t->key), true,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+        ;
+    return head;
 }
 
 /* The size of a batch whose first block is head. */
@@ -312,21 +323,20 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
     struct mri_tc_class *cls = &t->classes[i];
     const size_t size = cls->size;
     pthread_mutex_lock(&cls->mu);
-    void *head = cls->batches;
+    void *head = batch_pop_locked(t, cls);
     if (head != NULL) {
-        cls->batches = (void *)(word1_get(head) ^ t->key);
         size_t n = batch_count(t, head);
-        cls->batched -= n;
-        if (n > cls->min_limit) {
-            /* a whole list handed back at once (slot_flush): take one
-             * batch, leave the rest (walking the blocks this thread is
+        __atomic_fetch_sub(&cls->batched, n, __ATOMIC_RELAXED);
+        if (n > 2 * cls->min_limit) {
+            /* a whole list handed back at thread exit (slot_flush): take
+             * one batch, leave the rest (walking the blocks this thread is
              * about to hand out anyway) */
             void *last = head;
             for (size_t k = 1; k < cls->batch; k++)
                 last = mri_link_get(last, t->key);
             void *rest = mri_link_get(last, t->key);
             mri_link_set(last, NULL, t->key);
-            batch_push_locked(t, cls, rest, n - cls->batch);
+            batch_push(t, cls, rest, n - cls->batch);
             n = cls->batch;
         }
         pthread_mutex_unlock(&cls->mu);
@@ -374,8 +384,16 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
 MR_NOINLINE void mri_tc_spill(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
 {
     struct mri_tc_class *cls = &t->classes[i];
-    size_t n = cls->batch;
-    batch_push(t, cls, cut_front(t, s, n), n);
+    if (s->limit == cls->min_limit) {
+        /* a thread that frees what others allocated (a consumer): its
+         * whole list, 2 batches + 1 blocks, goes as one batch, in O(1) */
+        batch_push(t, cls, s->free, s->nfree);
+        s->free = NULL;
+        s->nfree = 0;
+    } else { /* a thread with chunks of its own keeps its newest blocks */
+        size_t n = cls->batch;
+        batch_push(t, cls, cut_front(t, s, n), n);
+    }
 }
 
 MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i)
@@ -658,8 +676,10 @@ static void empty_all(struct mri_tc *t, bool release)
             }
     for (size_t i = 0; i < t->nclasses; i++) {
         struct mri_tc_class *cls = &t->classes[i];
-        cls->batches = cls->regions = NULL;
-        cls->batched = cls->region_blocks = 0;
+        __atomic_store_n(&cls->batches, NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&cls->batched, 0, __ATOMIC_RELAXED);
+        cls->regions = NULL;
+        cls->region_blocks = 0;
         cls->frees_nocache = 0;
         if (MRI_TRACKING)
             for (struct mri_tc_chunk *r = cls->chunks; r != NULL; r = r->next)

@@ -56,8 +56,8 @@
  *   freeing thread's cache (the size says the class: no owner lookup).
  *   A cache keeps at most two batches (about 16 KiB, 2..128 blocks each)
  *   plus the blocks of the chunks its thread took from upstream; past that
- *   a batch goes to the class's shared stack (one mutex per class, taken
- *   once a batch).  An empty cache takes a batch, else a region handed
+ *   a batch goes to the class's shared stack (a compare-and-swap; taking
+ *   a batch locks a mutex per class).  An empty cache takes a batch, else a region handed
  *   back, else a chunk -- a new chunk only when the class has no free
  *   block the thread can reach.  At thread exit (or mr_pools_thread_flush)
  *   the cache's blocks go to the shared lists and the cache is kept for
