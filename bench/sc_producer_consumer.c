@@ -89,9 +89,13 @@ void bench_pc_pmr_deallocate(void *r, void *p, size_t n, size_t align);
  * the other, so no wake-up is lost. */
 typedef struct pc_ring {
     alignas(64) atomic_size_t head;
-    atomic_int consumer_waits;
     alignas(64) atomic_size_t tail;
-    atomic_int producer_waits;
+    /* The flags on lines of their own: each side reads the other's flag
+     * after every store of its index, and a flag shares no line with an
+     * index, so that read hits in cache unless a side went to sleep (with
+     * a flag beside the other side's index, every push and pop missed). */
+    alignas(64) atomic_int consumer_waits;
+    alignas(64) atomic_int producer_waits;
     alignas(64) pthread_mutex_t mu;
     pthread_cond_t consumer_cv, producer_cv;
     alignas(64) void *slot[PC_RING];
