@@ -116,7 +116,6 @@ static void word1_set(void *b, uintptr_t v)
     mri_track_poison(w, LINK);
 }
 
-/* Pushes the chain head (n blocks, NULL-terminated) on the class's stack. */
 /* Pushes the chain head (n blocks, NULL-terminated) on the class's stack:
  * lock-free (a Treiber push; pops are serialised by the class's mutex, so
  * a popped batch cannot come back under a popper's feet: no ABA). */
@@ -520,6 +519,13 @@ static void fork_child(void)
             region_push_locked(t, r->cls, r->base, r->base + r->blocks * r->cls->size);
         }
         t->pending = NULL;
+        /* a push may have been between its compare-and-swap and its count */
+        for (size_t i = 0; i < t->nclasses; i++) {
+            size_t n = 0;
+            for (void *h = t->classes[i].batches; h != NULL; h = (void *)(word1_get(h) ^ t->key))
+                n += batch_count(t, h);
+            t->classes[i].batched = n;
+        }
         for (struct mri_tc_cache *c = t->active, *next; c != NULL; c = next) {
             next = c->next;
             if (c->thread != self) { /* its thread is not in this process */
