@@ -233,6 +233,18 @@ static void *bump(mr_arena *a, uintptr_t p, size_t size, size_t rsize)
     return (void *)p;
 }
 
+/* An alignment of 8 or less: carved down from the top of the free space, as
+ * mri_arena_alloc_down8 does inline (size <= end - ptr). */
+static void *bump_down8(mr_arena *a, size_t size)
+{
+    MR_ASSERT_INTERNAL(size <= a->hot.end - a->hot.ptr);
+    uintptr_t q = (a->hot.end - size) & ~(uintptr_t)7;
+    a->hot.end = q;
+    a->hot.allocations++;
+    mri_track_unpoison(q, size);
+    return (void *)q;
+}
+
 /* ---- allocation slow path ---- */
 
 /* The spare blocks the limit may take back: the dedicated spares, then the
@@ -336,13 +348,19 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
         return mri_fail(EINVAL);
     if (MR_UNLIKELY(size > MRI_MAX_SIZE))
         return mri_fail(ENOMEM);
+    /* align <= 8 takes the top side, in the block it lands in too: the
+     * same place the inline path gives, so a newest allocation given back
+     * and asked for again gets the same address */
+    const bool down = align <= 8;
     if (align < ALIGN)
         align = ALIGN;
     size_t rsize = mri_align_up_nocheck(size, ALIGN); /* size <= PTRDIFF_MAX: cannot wrap */
 
+    if (down && a->hot.cur != NULL && size <= a->hot.end - a->hot.ptr) /* the inline path's test */
+        return bump_down8(a, size);
     uintptr_t p = fit_in(a->hot.ptr, a->hot.end, rsize, align);
     if (p != 0)
-        return bump(a, p, size, rsize);
+        return down ? bump_down8(a, size) : bump(a, p, size, rsize);
 
     size_t need; /* bytes that hold the request from any ALIGN-aligned start */
     if (mri_add_overflow(rsize, align - ALIGN, &need) || need > MRI_MAX_SIZE - HDR)
@@ -385,7 +403,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
     set_current(a, b, data_of(b));
     p = fit_in(a->hot.ptr, a->hot.end, rsize, align);
     MR_ASSERT_INTERNAL(p != 0);
-    return bump(a, p, size, rsize);
+    return down ? bump_down8(a, size) : bump(a, p, size, rsize);
 }
 
 /* ---- create / destroy ---- */
