@@ -31,10 +31,14 @@
  * and the limit keeps a thread that only frees from hoarding.
  *
  * The limit of a thread's list for a class is min_limit (two batches) plus
- * the blocks of the chunks that thread itself took from upstream since the
- * last reset ("own peak"): a thread that frees what it allocated keeps it
- * all, as an unsynchronised pool would (binary-trees: no lock at all), and a
- * thread that only frees keeps at most min_limit.
+ * its own blocks ("own peak"): those of the chunks it took from upstream
+ * since the last reset, and those it took over from a list an exited thread
+ * left (whose cache went back to min_limit: the allowance moves with the
+ * blocks).  A thread that frees what it allocated keeps it all, as an
+ * unsynchronised pool would (binary-trees: no lock at all), and a thread
+ * that only frees keeps at most min_limit.  A thread's new chunks are as
+ * large as what it owns (first-size at first, doubling, capped): chunk size
+ * follows the thread's own demand, not the other threads'.
  *
  * Memory bound.  For every class, at every moment,
  *     capacity <= live + sum over threads T of (limit_T + region_T)
@@ -43,7 +47,7 @@
  * the shared lists are empty (the shared part is then 0), so the chunks
  * ever taken satisfy
  *     held_blocks <= peak live + sum over other threads (min_limit + own
- *                    chunk blocks + one region) + the new chunk.
+ *                    blocks + one region) + the new chunk.
  * Rounds of fresh threads add nothing: an exiting thread's blocks and
  * region go to the shared lists, where the next round takes them first
  * (tests/test_pools_threads.c proves it on exact held).
@@ -230,15 +234,17 @@ static struct mri_tc_chunk *rec_new(struct mri_tc *t)
     return r;
 }
 
-/* The blocks of the class's next new chunk (under cls->mu). */
-static size_t next_chunk_blocks(const struct mri_tc_class *cls)
+/* The blocks of the next new chunk a thread takes for class cls: as many
+ * as the thread already has of its own (its limit above the minimum), at
+ * least the first chunk's, at most the cap -- so each thread's chunks
+ * double with its own demand, as an unsynchronised pool's do, and a thread
+ * that needs one block of a class gets a first-size chunk however much
+ * the other threads took. */
+static size_t next_chunk_blocks(const struct mri_tc_class *cls, const struct mri_tc_slot *s)
 {
-    size_t n = cls->last == NULL ? cls->first_blocks : cls->last->blocks;
-    if (cls->last != NULL)
-        n = n <= cls->max_blocks / 2 ? n * 2 : cls->max_blocks;
-    if (n > cls->max_blocks)
-        n = cls->max_blocks;
-    return n != 0 ? n : 1;
+    size_t own = s->limit - cls->min_limit;
+    size_t n = own < cls->first_blocks ? cls->first_blocks : own;
+    return n < cls->max_blocks ? n : cls->max_blocks;
 }
 
 /* A new chunk of n blocks of cls from upstream, with its record.  No lock
@@ -329,7 +335,11 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         if (n > 2 * cls->min_limit) {
             /* a whole list handed back at thread exit (slot_flush): take
              * one batch, leave the rest (walking the blocks this thread is
-             * about to hand out anyway) */
+             * about to hand out anyway).  The exited thread's allowance
+             * passes on with its blocks: they count in this thread's limit
+             * as its own chunks do (the exiting cache's went back to the
+             * minimum), so a thread that replaces another keeps what it
+             * frees as its predecessor did. */
             void *last = head;
             for (size_t k = 1; k < cls->batch; k++)
                 last = mri_link_get(last, t->key);
@@ -337,6 +347,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
             mri_link_set(last, NULL, t->key);
             batch_push(t, cls, rest, n - cls->batch);
             n = cls->batch;
+            s->limit += n;
         }
         pthread_mutex_unlock(&cls->mu);
         s->free = mri_link_get(head, t->key);
@@ -360,7 +371,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
     if (bump != end) {
         pthread_mutex_unlock(&cls->mu);
     } else {
-        size_t n = next_chunk_blocks(cls);
+        size_t n = next_chunk_blocks(cls, s);
         pthread_mutex_unlock(&cls->mu);
         struct mri_tc_chunk *r = chunk_new(t, cls, n);
         if (r == NULL)

@@ -55,16 +55,19 @@
  *   a small per-thread table, then a pop or a push.  A free goes to the
  *   freeing thread's cache (the size says the class: no owner lookup).
  *   A cache keeps at most two batches (about 16 KiB, 2..128 blocks each)
- *   plus the blocks of the chunks its thread took from upstream; past that
- *   a batch goes to the class's shared stack (a compare-and-swap; taking
- *   a batch locks a mutex per class).  An empty cache takes a batch, else a region handed
- *   back, else a chunk -- a new chunk only when the class has no free
- *   block the thread can reach.  At thread exit (or mr_pools_thread_flush)
+ *   plus its own: the blocks of the chunks its thread took from upstream
+ *   and of the lists exited threads left that it took over; past that,
+ *   blocks go to the class's shared stack (a compare-and-swap; taking a
+ *   batch locks a mutex per class).  An empty cache takes a batch, else a
+ *   region handed back, else a chunk -- a new chunk only when the class
+ *   has no free block the thread can reach; a thread's chunks of a class
+ *   double with its own demand (its first is a first-size chunk however
+ *   much other threads took).  At thread exit (or mr_pools_thread_flush)
  *   the cache's blocks go to the shared lists and the cache is kept for
  *   the next thread.
  *   Memory bound, per class: held blocks <= peak live + sum over the other
- *   threads of (2 batches + the blocks of the chunks each took itself + one
- *   carving region) + the chunk being taken; threads coming and going add
+ *   threads of (2 batches + its own blocks + one carving region) + the
+ *   chunk being taken; threads coming and going add
  *   nothing (docs/design.md).  Cost: 64 bytes per class per (pool, thread)
  *   (5 KiB with the default classes), counted in held.
  *   fork: handlers (pthread_atfork) hold every lock of every thread-safe
