@@ -306,7 +306,7 @@ if setarch "$(uname -m)" -R true 2>/dev/null; then norand=(setarch "$(uname -m)"
 MEMRES_FUZZ_RUNS=$fuzz_runs "${norand[@]}" "$cov/fuzz_count" >"$out/fuzz.log" 2>&1 || fail "the fuzz run failed (see $out/fuzz.log)"
 read -r f_ops f_arena f_objpool f_pools f_injected < <(
   sed -n 's/^fuzz_count: ops \([0-9]*\) arena \([0-9]*\) objpool \([0-9]*\) pools \([0-9]*\) injected \([0-9]*\)$/\1 \2 \3 \4 \5/p' "$out/fuzz.log")
-f_inputs=$(sed -n 's/^fuzz_ops\(_driver\)\{0,1\}: \([0-9]*\) passed.*/\2/p' "$out/fuzz.log")
+f_inputs=$(sed -n 's/^[A-Za-z0-9_]*: \([0-9]*\) passed.*/\1/p' "$out/fuzz.log")  # the driver prints its own name
 f_seed=$(sed -n 's/^# seed \([0-9]*\).*/\1/p' "$out/fuzz.log")
 
 # (threaded tests race on the counters; gcov can then print a negative
