@@ -152,15 +152,24 @@ static size_t batch_count(const struct mri_tc *t, const void *head)
     return second == NULL ? 1 : (size_t)word1_get(second);
 }
 
+/* Ends the chain at head after its first n blocks (n >= 1, the chain at
+ * least that long); returns the rest of it. */
+static void *chain_cut(struct mri_tc *t, void *head, size_t n)
+{
+    void *last = head;
+    for (size_t k = 1; k < n; k++)
+        last = mri_link_get(last, t->key);
+    void *rest = mri_link_get(last, t->key);
+    mri_link_set(last, NULL, t->key);
+    return rest;
+}
+
 /* Cuts the first n blocks (n <= s->nfree) off the slot's list; returns them. */
 static void *cut_front(struct mri_tc *t, struct mri_tc_slot *s, size_t n)
 {
-    void *head = s->free, *last = head;
-    for (size_t k = 1; k < n; k++)
-        last = mri_link_get(last, t->key);
-    s->free = mri_link_get(last, t->key);
+    void *head = s->free;
+    s->free = chain_cut(t, head, n);
     s->nfree -= n;
-    mri_link_set(last, NULL, t->key);
     return head;
 }
 
@@ -340,12 +349,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
              * as its own chunks do (the exiting cache's went back to the
              * minimum), so a thread that replaces another keeps what it
              * frees as its predecessor did. */
-            void *last = head;
-            for (size_t k = 1; k < cls->batch; k++)
-                last = mri_link_get(last, t->key);
-            void *rest = mri_link_get(last, t->key);
-            mri_link_set(last, NULL, t->key);
-            batch_push(t, cls, rest, n - cls->batch);
+            batch_push(t, cls, chain_cut(t, head, cls->batch), n - cls->batch);
             n = cls->batch;
             s->limit += n;
         }
