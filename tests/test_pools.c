@@ -381,6 +381,85 @@ static void test_chunk_sizes(void **state)
     destroy_checked(p);
 }
 
+/* Empty chunks go back: a class's free blocks that fill whole chunks are
+ * returned upstream once another class takes memory, so a program that
+ * moves from one size to another holds about its peak, not the sum of the
+ * classes' peaks; a chunk with one live block stays, with its data. */
+static void test_empty_chunks_go_back(void **state)
+{
+    mrt_upstream *u = *state;
+    enum { NA = 40000, NB = 2600 };
+    static void *a[NA], *b[NB];
+    mr_pools *p = make(u, 0, 0);
+    /* phase A: 2.5 MB of 64-byte blocks, then all but every 1000th freed
+     * (blocks of the first chunks: those chunks must stay) */
+    for (int i = 0; i < NA; i++) {
+        a[i] = mr_pools_alloc(p, 64, 8);
+        assert_non_null(a[i]);
+        fill(a[i], 64, (unsigned)i);
+    }
+    for (int i = 0; i < NA; i++)
+        if (i % 1000 != 0 || i >= 4000)
+            mr_pools_free(p, a[i], 64, 8);
+    size_t held_a = stats_of(p).held, deallocs = u->deallocations;
+    assert_true(mr_pools_check(p));
+    /* phase B: 2.5 MB of 1000-byte blocks */
+    for (int i = 0; i < NB; i++) {
+        b[i] = mr_pools_alloc(p, 1000, 8);
+        assert_non_null(b[i]);
+        fill(b[i], 1000, (unsigned)i);
+        if (i % 500 == 0)
+            assert_true(mr_pools_check(p));
+    }
+    assert_true(mr_pools_check(p));
+    mr_stats s = stats_of(p);
+    assert_true(u->deallocations > deallocs);
+    /* what is held beyond the live blocks: class A's kept slack (at most its
+     * current chunk, 256 KiB), its chunks with a live block, class B's last
+     * chunk's tail, header and records -- not the 2.5 MB A freed */
+    assert_true(s.held - s.in_use < 900 * KiB);
+    assert_true(s.held < held_a + NB * 1024 / 2);
+    assert_int_equal(s.held, u->bytes);
+    /* the survivors kept their data; class A still serves, from upstream again */
+    for (int i = 0; i < 4000; i += 1000)
+        verify(a[i], 64, (unsigned)i);
+    for (int i = 0; i < NA; i++)
+        if (i % 1000 != 0 || i >= 4000) {
+            a[i] = mr_pools_alloc(p, 64, 8);
+            assert_non_null(a[i]);
+            fill(a[i], 64, (unsigned)i);
+        }
+    for (int i = 0; i < NA; i++)
+        verify(a[i], 64, (unsigned)i);
+    for (int i = 0; i < NB; i++)
+        verify(b[i], 1000, (unsigned)i);
+    assert_true(mr_pools_check(p));
+
+    /* a swing inside the kept slack takes nothing from upstream: free a
+     * chunk's worth of A and allocate it again while B grows */
+    for (int i = 0; i < NA; i++)
+        mr_pools_free(p, a[i], 64, 8);
+    for (int i = 0; i < NB; i++)
+        mr_pools_free(p, b[i], 1000, 8);
+    for (int i = 0; i < NB; i++)
+        assert_non_null(b[i] = mr_pools_alloc(p, 1000, 8)); /* no upstream: the free list */
+    size_t calls = u->calls;
+    for (int i = 0; i < 4000; i++)
+        assert_non_null(a[i] = mr_pools_alloc(p, 64, 8));
+    assert_int_equal(u->calls, calls);
+    assert_true(mr_pools_check(p));
+
+    /* reset after chunks went back: the remaining chunks are carved again */
+    mr_pools_reset(p);
+    assert_true(mr_pools_check(p));
+    for (int i = 0; i < NA; i++)
+        assert_non_null(a[i] = mr_pools_alloc(p, 64, 8));
+    assert_true(mr_pools_check(p));
+    mr_pools_release(p);
+    assert_int_equal(mrt_upstream_live(u), 1);
+    destroy_checked(p);
+}
+
 /* ---- options, bad input ---- */
 
 static void test_options(void **state)
@@ -810,6 +889,7 @@ int main(void)
         mrt_unit_test(test_release_and_destroy_balanced),
         mrt_unit_test(test_direct_tracked),
         mrt_unit_test(test_chunk_sizes),
+        mrt_unit_test(test_empty_chunks_go_back),
         mrt_unit_test(test_options),
         mrt_unit_test(test_thread_safe_one_thread),
         mrt_unit_test(test_bad_input),

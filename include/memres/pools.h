@@ -33,8 +33,19 @@
  * pages -- never a power of two plus a header: the chunk list lives apart
  * from the chunks.
  *
- * Memory comes back upstream only on release or destroy (and at once for
- * direct requests); reset frees every block and keeps every chunk.
+ * Memory comes back upstream on release or destroy, at once for direct
+ * requests, and -- unsynchronised pools -- when whole chunks of a class
+ * are free: after the pool takes memory from upstream (a new chunk, a
+ * direct block), each class whose free list has grown enough since it was
+ * last looked at (at least 64 KiB, and frees since then at least a quarter
+ * of its free blocks) is walked once, and its chunks whose every block is
+ * free go back upstream, except a current chunk's worth of free blocks that
+ * the class keeps for its next swing.  So a program that moves from one
+ * size to another holds about its peak, not the sum of every class's peak
+ * (the Lua benchmark: 18.5 -> 15.4 MiB peak RSS).  The walks cost at most
+ * four steps per free, amortised, and nothing on the inline paths; the
+ * pool never calls upstream to give back from mr_pools_free.  Reset frees
+ * every block and keeps every chunk.
  *
  * Resizing: mr_pools_realloc keeps the block when the new size falls in the
  * same class (inline, no call), else moves it (allocate, copy, free).
