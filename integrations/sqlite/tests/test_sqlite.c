@@ -13,7 +13,16 @@
  *   the pools hold no live block, and after mr_pools_destroy nothing is
  *   outstanding upstream (a tracking adaptor).  Also: two threads with a
  *   connection each on the locked and the thread-safe installs, and the
- *   misuse answers.
+ *   misuse answers.  Exact sizes, in every mode, memstatus on and off:
+ *   3000 blocks of 1024 bytes (SQLite's journal chunks) and 1000 of 4360
+ *   (its page-cache entries) must take at least 3% less of the pool than
+ *   their classes (1152, 4608) would, xSize must be what xRoundup said (1032,
+ *   4360; 1024 with memstatus off), a realloc within the exact size keeps
+ *   the block, others move it with its bytes, and the pool gets the memory
+ *   back (at once, unless thread-safe; at sqlite3_shutdown).  Then four
+ *   threads (memstatus off: SQLite takes no lock around the allocator) race
+ *   eight exact sizes for the four exact pools, on the locked and the
+ *   thread-safe installs, and free each other's blocks.
  * test_sqlite --sweep WORKLOAD.sql
  *   The fault sweep: for N = 1, 2, ... the pools' Nth upstream request fails
  *   (mr_failing); the workload (size 60) runs statement by statement, and
@@ -21,7 +30,11 @@
  *   connection must then answer a query (it stays usable).  After it is
  *   closed, the whole workload runs again on a new connection, on the same
  *   pools, to the rows of a run without failures.  Nothing leaks at any N;
- *   the sweep ends at the first N that injects nothing.
+ *   the sweep ends at the first N that injects nothing.  Then the exact
+ *   sizes' sweep: the Nth upstream request fails (once, then from the Nth
+ *   on) while 400 blocks of 1024 bytes and 200 of 4360 are taken -- exact
+ *   pools created, given blocks, falling back to the classes: every
+ *   sqlite3_malloc returns a whole block or NULL, nothing leaks.
  * Exit status 0 when everything held.
  */
 #include <pthread.h>
@@ -136,6 +149,215 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* ---- exact sizes ---- */
+
+static const char *const modes[] = {"mr_sqlite_install", "mr_sqlite_install (thread-safe pool)",
+                                    "mr_sqlite_install_singlethread"};
+
+static int install_mode(int m, mr_pools *p) { return m < 2 ? mr_sqlite_install(p) : mr_sqlite_install_singlethread(p); }
+
+static size_t pools_in_use(mr_pools *p)
+{
+    mr_stats st;
+    mr_pools_stats(p, &st);
+    return st.in_use;
+}
+
+static void fill(void *p, size_t n, unsigned seed)
+{
+    unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        c[i] = (unsigned char)(seed + i * 31u);
+}
+
+static bool filled(const void *p, size_t n, unsigned seed)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        if (c[i] != (unsigned char)(seed + i * 31u))
+            return false;
+    return true;
+}
+
+/* k blocks of n bytes (each filled to its xSize), then what they take of
+ * the pool; it must be 3% less than k blocks of class `cls`. */
+static size_t exact_batch(mr_pools *p, void **b, int k, int n, int want_size, size_t cls, const char *what)
+{
+    size_t before = pools_in_use(p);
+    int bad = 0;
+    for (int i = 0; i < k; i++) {
+        b[i] = sqlite3_malloc(n);
+        if (b[i] == NULL || sqlite3_msize(b[i]) != (sqlite3_uint64)want_size) {
+            bad++;
+            continue;
+        }
+        fill(b[i], (size_t)want_size, (unsigned)i);
+    }
+    size_t used = pools_in_use(p) - before;
+    CHECK(bad == 0, "%s: %d of %d sqlite3_malloc(%d) NULL or not of xSize %d", what, bad, k, n, want_size);
+    CHECK(used < (size_t)k * cls / 100 * 97, "%s: %d blocks of %d take %zu bytes of the pool (class %zu: %zu)", what, k,
+          n, used, cls, (size_t)k * cls);
+    return used;
+}
+
+static void exact_sizes(int m, bool memstatus)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s, exact sizes, memstatus %s", modes[m], memstatus ? "on" : "off");
+    CHECK(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, (int)memstatus) == SQLITE_OK, "%s: SQLITE_CONFIG_MEMSTATUS", what);
+    stack_thread_safe = m == 1;
+    stack s = stack_new(NULL);
+    CHECK(install_mode(m, s.p) == SQLITE_OK, "%s: install", what);
+    CHECK(sqlite3_initialize() == SQLITE_OK, "%s: initialize", what);
+    size_t base = pools_in_use(s.p);
+
+    enum { K = 3000, P = 1000 };
+    void **j = malloc(K * sizeof *j), **pg = malloc(P * sizeof *pg);
+    if (j == NULL || pg == NULL) {
+        fputs("test_sqlite: out of memory\n", stderr);
+        exit(2);
+    }
+    /* xRoundup(1024) = 1040 - 8: what SQLite asks for (and xSize says)
+     * with memstatus on; with it off xMalloc gets 1024 and xSize says so */
+    size_t uj = exact_batch(s.p, j, K, 1024, memstatus ? 1032 : 1024, 1152, what);
+    size_t up = exact_batch(s.p, pg, P, 4360, 4360, 4608, what);
+
+    /* realloc: within 1040 the block stays (SQLite, or xRealloc), with the
+     * size xRoundup says; else it moves with its bytes.  The last block:
+     * the first ones went to the class before 1040 had a pool. */
+    void *r = j[K - 1], *q = r != NULL ? sqlite3_realloc(r, 1020) : NULL;
+    CHECK(q != NULL && q == r && sqlite3_msize(q) == 1032, "%s: realloc(1024 -> 1020) moved or is %llu bytes", what,
+          (unsigned long long)sqlite3_msize(q));
+    q = sqlite3_realloc(q, 3000);
+    const unsigned seed = K - 1;
+    CHECK(q != NULL && sqlite3_msize(q) >= 3000 && filled(q, 1020, seed), "%s: realloc(-> 3000)", what);
+    q = sqlite3_realloc(q, 100);
+    CHECK(q != NULL && sqlite3_msize(q) >= 100 && filled(q, 100, seed), "%s: realloc(-> 100)", what);
+    q = sqlite3_realloc(q, 4360);
+    CHECK(q != NULL && sqlite3_msize(q) == 4360 && filled(q, 100, seed), "%s: realloc(-> 4360)", what);
+    q = sqlite3_realloc(q, 4200); /* 4208 with the word: not 4368's exact pool */
+    CHECK(q != NULL && sqlite3_msize(q) >= 4200 && filled(q, 100, seed), "%s: realloc(-> 4200)", what);
+    q = sqlite3_realloc(q, 1024);
+    CHECK(q != NULL && sqlite3_msize(q) >= 1024 && filled(q, 100, seed), "%s: realloc(-> 1024)", what);
+    if (q != NULL)
+        fill(q, 1024, seed);
+    j[K - 1] = q;
+    for (int i = 0; i < K; i++)
+        CHECK(j[i] == NULL || filled(j[i], 1024, (unsigned)i), "%s: block %d of 1024 changed", what, i);
+    for (int i = 0; i < P; i++)
+        CHECK(pg[i] == NULL || filled(pg[i], 4360, (unsigned)i), "%s: block %d of 4360 changed", what, i);
+    for (int i = 0; i < K; i++)
+        sqlite3_free(j[i]);
+    for (int i = 0; i < P; i++)
+        sqlite3_free(pg[i]);
+    /* an exact pool whose last block goes gives its blocks back, unless
+     * thread-safe (then at sqlite3_shutdown: stack_done) */
+    size_t left = pools_in_use(s.p) - base;
+    if (m != 1)
+        CHECK(left < 64 * 1024, "%s: %zu bytes still in use after every block went", what, left);
+    printf("%s: %d x 1024 bytes take %zu bytes of the pool (%.0f a block), %d x 4360 take %zu (%.0f); "
+           "%zu in use after freeing\n",
+           what, K, uj, (double)uj / K, P, up, (double)up / P, left);
+    free(j);
+    free(pg);
+    CHECK(sqlite3_shutdown() == SQLITE_OK, "%s: shutdown", what);
+    stack_done(s, what);
+    CHECK(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 1) == SQLITE_OK, "%s: SQLITE_CONFIG_MEMSTATUS", what);
+}
+
+/* Eight sizes whose classes waste more than 1/32 (exact sizes), for four
+ * exact pools. */
+static const int xt_sizes[8] = {1024, 1160, 2056, 2400, 3100, 4096, 4360, 5200};
+enum { XT_THREADS = 4, XT_ROUNDS = 12, XT_BLOCKS = 240 };
+
+typedef struct xt_arg {
+    unsigned id;
+    void *keep[XT_BLOCKS]; /* the last round's blocks, freed by main */
+    int kept[XT_BLOCKS];
+    int bad; /* no CHECK in a thread: itest's counter is not atomic */
+} xt_arg;
+
+static void *xt_main(void *arg)
+{
+    xt_arg *x = arg;
+    void *b[XT_BLOCKS];
+    int n[XT_BLOCKS];
+    for (int r = 0; r < XT_ROUNDS; r++) {
+        for (int i = 0; i < XT_BLOCKS; i++) {
+            n[i] = xt_sizes[(unsigned)i % 8];
+            b[i] = sqlite3_malloc(n[i]);
+            if (b[i] == NULL) {
+                x->bad++;
+                n[i] = 0;
+                continue;
+            }
+            fill(b[i], (size_t)n[i], x->id * 7919u + (unsigned)i);
+        }
+        for (int i = 0; i < XT_BLOCKS; i += 5) { /* resize some to another exact size */
+            if (b[i] == NULL)
+                continue;
+            int nn = xt_sizes[(unsigned)(i + r + 1) % 8];
+            void *q = sqlite3_realloc(b[i], nn);
+            if (q == NULL) {
+                x->bad++;
+                continue;
+            }
+            if (!filled(q, (size_t)(n[i] < nn ? n[i] : nn), x->id * 7919u + (unsigned)i))
+                x->bad++;
+            b[i] = q;
+            n[i] = nn;
+            fill(q, (size_t)nn, x->id * 7919u + (unsigned)i);
+        }
+        for (int i = 0; i < XT_BLOCKS; i++) {
+            if (b[i] != NULL && !filled(b[i], (size_t)n[i], x->id * 7919u + (unsigned)i))
+                x->bad++;
+            if (r + 1 < XT_ROUNDS) {
+                sqlite3_free(b[i]);
+            } else {
+                x->keep[i] = b[i];
+                x->kept[i] = n[i];
+            }
+        }
+    }
+    return NULL;
+}
+
+static void exact_threads(int m)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s, exact sizes, %d threads", modes[m], XT_THREADS);
+    /* memstatus off: SQLite takes no mutex around xMalloc and xFree */
+    CHECK(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK, "%s: SQLITE_CONFIG_MEMSTATUS", what);
+    stack_thread_safe = m == 1;
+    stack s = stack_new(NULL);
+    CHECK(install_mode(m, s.p) == SQLITE_OK, "%s: install", what);
+    CHECK(sqlite3_initialize() == SQLITE_OK, "%s: initialize", what);
+    static xt_arg args[XT_THREADS];
+    pthread_t t[XT_THREADS];
+    for (unsigned i = 0; i < XT_THREADS; i++) {
+        args[i] = (xt_arg){.id = i};
+        CHECK(pthread_create(&t[i], NULL, xt_main, &args[i]) == 0, "pthread_create");
+    }
+    for (unsigned i = 0; i < XT_THREADS; i++)
+        pthread_join(t[i], NULL);
+    int bad = 0;
+    for (unsigned i = 0; i < XT_THREADS; i++) { /* each thread's blocks, freed here */
+        bad += args[i].bad;
+        for (int k = 0; k < XT_BLOCKS; k++) {
+            if (args[i].keep[k] != NULL && !filled(args[i].keep[k], (size_t)args[i].kept[k], i * 7919u + (unsigned)k))
+                bad++;
+            sqlite3_free(args[i].keep[k]);
+        }
+    }
+    CHECK(bad == 0, "%s: %d blocks NULL or changed", what, bad);
+    CHECK(mr_pools_check(s.p), "%s: mr_pools_check", what);
+    printf("%s: %d blocks of 8 exact sizes, resized and freed across threads\n", what,
+           XT_THREADS * XT_ROUNDS * XT_BLOCKS);
+    CHECK(sqlite3_shutdown() == SQLITE_OK, "%s: shutdown", what);
+    stack_done(s, what);
+    CHECK(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 1) == SQLITE_OK, "%s: SQLITE_CONFIG_MEMSTATUS", what);
+}
+
 static void identical(const char *path, const char *dir)
 {
     char *sql = read_file(path, NULL);
@@ -148,12 +370,10 @@ static void identical(const char *path, const char *dir)
     CHECK(sqlite3_shutdown() == SQLITE_OK, "shutdown");
 
     /* singlethread last: SQLite keeps that mode until the process ends */
-    static const char *const modes[] = {"mr_sqlite_install", "mr_sqlite_install (thread-safe pool)",
-                                        "mr_sqlite_install_singlethread"};
     for (int m = 0; m < 3; m++) {
         stack_thread_safe = m == 1;
         stack s = stack_new(NULL);
-        int rc = m < 2 ? mr_sqlite_install(s.p) : mr_sqlite_install_singlethread(s.p);
+        int rc = install_mode(m, s.p);
         CHECK(rc == SQLITE_OK, "%s: %d", modes[m], rc);
         CHECK(sqlite3_initialize() == SQLITE_OK, "initialize");
         CHECK(mr_sqlite_install(s.p) == SQLITE_MISUSE, "install while initialised: SQLITE_MISUSE");
@@ -176,6 +396,12 @@ static void identical(const char *path, const char *dir)
             free(out[0].s);
             free(out[1].s);
         }
+        /* after the workload (its journal made 1040 an exact size): a
+         * journal chunk is 1024 bytes and the 8 of the word, no class */
+        void *chunk = sqlite3_malloc(1024);
+        CHECK(chunk != NULL && sqlite3_msize(chunk) == 1032, "%s: sqlite3_malloc(1024) has %llu bytes", modes[m],
+              (unsigned long long)sqlite3_msize(chunk));
+        sqlite3_free(chunk);
         mr_stats st;
         mr_pools_stats(s.p, &st);
         printf("%s: rows identical to SQLite's allocator (:memory: and file, %zu bytes of rows); "
@@ -185,6 +411,10 @@ static void identical(const char *path, const char *dir)
         stack_done(s, modes[m]);
         free(mem.s);
         free(disk.s);
+        exact_sizes(m, true);
+        exact_sizes(m, false);
+        if (m < 2)
+            exact_threads(m);
     }
     CHECK(mr_sqlite_uninstall() == SQLITE_OK, "uninstall");
     CHECK(mr_sqlite_uninstall() == SQLITE_MISUSE, "second uninstall: SQLITE_MISUSE");
@@ -228,6 +458,53 @@ static unsigned long sweep_statements(sqlite3 *db, const char *sql, unsigned lon
         tail = next;
     }
     return nomem;
+}
+
+/* The exact sizes under failures: the Nth upstream request fails (and,
+ * persistent, every one after) while blocks of two exact sizes are taken
+ * and given back; a block is whole or NULL, nothing leaks. */
+static void sweep_exact(bool persistent)
+{
+    enum { J = 400, P = 200 };
+    static void *b[J + P];
+    unsigned long n, nulls = 0;
+    for (n = 1;; n++) {
+        mr_failing_options fo = {.fail_at = n, .persistent = persistent};
+        mr_failing *fl = mr_failing_create(&fo);
+        stack s = stack_try(mr_failing_resource(fl));
+        if (s.p == NULL) {
+            mr_tracking_destroy(s.tr);
+            mr_failing_destroy(fl);
+            continue;
+        }
+        CHECK(mr_sqlite_install(s.p) == SQLITE_OK, "install");
+        if (sqlite3_initialize() == SQLITE_OK) {
+            for (int i = 0; i < J + P; i++) {
+                int sz = i < J ? 1024 : 4360;
+                b[i] = sqlite3_malloc(sz);
+                if (b[i] == NULL) {
+                    nulls++;
+                    continue;
+                }
+                CHECK(sqlite3_msize(b[i]) >= (sqlite3_uint64)sz, "N=%lu: a block of %d has %llu bytes", n, sz,
+                      (unsigned long long)sqlite3_msize(b[i]));
+                fill(b[i], (size_t)sz, (unsigned)i);
+            }
+            for (int i = 0; i < J + P; i++) {
+                CHECK(b[i] == NULL || filled(b[i], i < J ? 1024 : 4360, (unsigned)i), "N=%lu: block %d changed", n, i);
+                sqlite3_free(b[i]);
+            }
+        }
+        CHECK(sqlite3_shutdown() == SQLITE_OK, "shutdown");
+        stack_done(s, "exact sweep");
+        unsigned long injected = mr_failing_failures(fl);
+        mr_failing_destroy(fl);
+        if (injected == 0 || failures > 0)
+            break;
+    }
+    printf("exact sizes' fault sweep (%s): %lu failure points, %lu blocks NULL, nothing lost\n",
+           persistent ? "persistent" : "once", n - 1, nulls);
+    CHECK(n > 10, "the exact sweep swept too little");
 }
 
 static void sweep(const char *path)
@@ -287,6 +564,8 @@ static void sweep(const char *path)
            "%lu opens failed), every time usable after\n",
            path, n - 1, nomem, noopen);
     CHECK(n > 10 && nomem > 0, "the sweep swept too little");
+    sweep_exact(false);
+    sweep_exact(true);
     CHECK(mr_sqlite_uninstall() == SQLITE_OK, "uninstall");
     free(ref.s);
     free(sql);
