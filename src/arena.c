@@ -830,7 +830,7 @@ MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n)
     return p;
 }
 
-MR_API char *mr_arena_strdup(mr_arena *a, const char *s)
+MR_API MR_NOINLINE char *mri_arena_strdup_slow(mr_arena *a, const char *s)
 {
     if (s == NULL)
         return mri_fail(EINVAL);

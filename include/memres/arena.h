@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "memres/pages.h"
 #include "memres/resource.h"
@@ -203,9 +204,33 @@ MR_API void *mr_arena_calloc(mr_arena *a, size_t count, size_t size);
  * aligned to MR_ARENA_ALIGN (or keeps p's alignment when p does not move). */
 MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_size);
 
-/* Copies of s (NUL-terminated) / of at most n bytes of s, NUL-terminated.
- * s NULL: NULL, errno = EINVAL. */
-MR_API char *mr_arena_strdup(mr_arena *a, const char *s);
+/* Out-of-line path of mr_arena_strdup; not for direct use. */
+MR_API MR_NOINLINE char *mri_arena_strdup_slow(mr_arena *a, const char *s);
+
+/* Copies of s (NUL-terminated) / of at most n bytes of s, NUL-terminated,
+ * packed at byte granularity (see mr_arena_alloc_aligned: the top side).
+ * s NULL: NULL, errno = EINVAL.  mr_arena_strdup is inline when the copy
+ * fits the current block: strlen, a compare, a subtract, memcpy -- no call
+ * into the library (a program that copies millions of short words spends
+ * its time in the copy, not in reaching it: the strings benchmark, 1M words
+ * of 3..12 letters, went from 172 to 140 ms). */
+static inline char *mr_arena_strdup(mr_arena *a, const char *s)
+{
+#if !MR_CHECKED
+    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
+    if (MR_LIKELY(s != NULL)) {
+        size_t n = strlen(s) + 1;
+        if (MR_LIKELY(n <= h->end - h->ptr)) {
+            char *p = (char *)(h->end - n);
+            MR_ASSUME(p != NULL);
+            h->end = (uintptr_t)p;
+            h->allocations++;
+            return (char *)memcpy(p, s, n);
+        }
+    }
+#endif
+    return mri_arena_strdup_slow(a, s);
+}
 MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n);
 
 /* printf into the arena.  Formats straight into the free tail of the current
