@@ -9,25 +9,36 @@
  * computed from (size, align) again, so a block carries no header and free
  * reads nothing -- it writes one link word into the block and pushes it.
  *
- * Size classes.  16..256 in steps of 16, then eight classes in each power
+ * Size classes.  8..256 in steps of 8, then eight classes in each power
  * of two: 288 320 ... 512 | 576 640 ... 1024 | 1152 ... up to the largest
- * pooled size (64 KiB by default, 1 MiB at most).  Rounding wastes < 16
- * bytes below 256 and at most 12.5% above (a request of 2^k + 1 gets
- * 2^k + 2^(k-3)).  Eight, not four, per power of two since the Lua and
- * SQLite integrations: SQLite's page buffers (4096 + its page header) and
- * 1 KiB journal chunks with their size word went to 5120 and 1280 with
- * four (17% and 23% lost) and go to 4608 and 1152 with eight, at the same
+ * pooled size (64 KiB by default, 1 MiB at most).  Rounding wastes < 8
+ * bytes up to 256 and at most 12.5% above (a request of 2^k + 1 gets
+ * 2^k + 2^(k-3)).  Steps of 8, not 16, below 256: C structs of 24, 40 and
+ * 56 bytes (three pointers; Lua's closures, upvalues and tables) are
+ * common, and at 16-byte steps lost a quarter, a sixth and an eighth of
+ * themselves (Lua's benchmark: 9.7 -> 8.7 MB of peak live blocks); and up
+ * to 256, not 128, so that the class of a small request stays one shift
+ * behind one well-predicted branch (8-byte steps to 128 and 16 above put
+ * the branch at 128, in the middle of churn's sizes: +10% time there).
+ * Eight, not four, per power of two since the Lua and SQLite
+ * integrations: SQLite's page buffers (4096 + its page header) and 1 KiB
+ * journal chunks with their size word went to 5120 and 1280 with four
+ * (17% and 23% lost) and go to 4608 and 1152 with eight, at the same
  * instruction count (the fast paths' shift and multiplier change, nothing
  * else) and the same churn time and RSS (docs/BENCHMARKS.md).  The class
  * index of a request of x + 1 bytes is computed with a bit scan (see
- * mri_pools_class_of in pools.h): 8k - 56 + (x >> (k - 3)) for
- * k = floor(log2(x | 128)).  A request with alignment above 16 uses the class
- * of size rounded up to a multiple of align; that class is then a multiple
- * of align (below 256 every multiple of 16 is a class; in (2^k, 2^(k+1)]
- * every multiple of 2^(k-3) is), so its blocks are aligned to align as long
- * as its chunks are aligned to the largest power of two dividing the class
- * size, which they are (capped at MR_POOLS_MAX_ALIGN: larger alignments are
- * served directly by the upstream).
+ * mri_pools_class_of in pools.h): 8k - 40 + (x >> (k - 3)) for
+ * k = floor(log2 x) >= 8, x >> 3 below 256.  The classes are a class's
+ * alignment's multiples: blocks of a class are aligned to the largest
+ * power of two dividing its size (at least 8), so a request with
+ * alignment 16 takes the class of x = (size - 1) | 8 (a multiple of 16:
+ * every one is a class; mri_pools_x in pools.h), and one with alignment above 16 the class of its
+ * size rounded up to a multiple of align (in (2^k, 2^(k+1)] every multiple
+ * of 2^(k-3) is a class), aligned to align as long as its chunks are
+ * aligned to the largest power of two dividing the class size, which they
+ * are (capped at MR_POOLS_MAX_ALIGN: larger alignments are served directly
+ * by the upstream).  Thread-safe pools never use class 0: their smallest
+ * blocks are 16 bytes (tcache.c keeps two words in a free block).
  *
  * Each class has an intrusive free list (LIFO: the block freed last is
  * reused first, warm in cache) and a bump region [bump, end) in its current
@@ -128,7 +139,9 @@
 #include "track.h"
 
 #define LINK MRI_LINK
-#define CLASS_ALIGN_MIN ((size_t)16)           /* every class gives 16 (== the inline test) */
+#define CLASS_ALIGN_MIN ((size_t)8)            /* every class gives 8 (class 0 is 8 bytes) */
+#define DIRECT_ALIGN_MIN ((size_t)16)          /* direct blocks: what malloc gives */
+#define INLINE_ALIGN_MAX ((size_t)16)          /* alignments the classes take by or-ing (pools.h) */
 #define HEADER_ALIGN ((size_t)64)              /* classes one cache line each */
 #define FIRST_CHUNK_BYTES ((size_t)4096)       /* blocks of a class's first chunk */
 #define DEFAULT_MAX_BLOCKS ((size_t)16384)     /* libstdc++'s default */
@@ -210,11 +223,16 @@ struct mr_pools {
 /* The block size of class i (the inverse of mri_pools_class_of). */
 static size_t class_size(size_t i)
 {
-    if (i < 16)
-        return (i + 1) * 16;
-    unsigned k = (unsigned)(i / 8) + 6u;
+    if (i < 32)
+        return (i + 1) * 8;
+    unsigned k = (unsigned)(i / 8) + 4u;
     return (i % 8 + 9) << (k - 3u);
 }
+
+/* The block size of class i in a thread-safe pool: at least two words
+ * (tcache.c keeps a batch's or a region's links in its first blocks). */
+#define TS_BLOCK_MIN ((size_t)16)
+static size_t ts_class_size(size_t i) { return class_size(i) < TS_BLOCK_MIN ? TS_BLOCK_MIN : class_size(i); }
 
 /* The alignment of a class's chunks, hence of its blocks. */
 static size_t class_align(size_t size)
@@ -230,13 +248,15 @@ static size_t class_align(size_t size)
 static bool pooled(const mr_pools *p, size_t size, size_t align, size_t *cls)
 {
     size_t n = size != 0 ? size : 1;
-    if (align > CLASS_ALIGN_MIN) {
+    if (align > INLINE_ALIGN_MAX) {
         if (align > MR_POOLS_MAX_ALIGN || !mri_align_up(n, align, &n))
             return false;
+        align = INLINE_ALIGN_MAX; /* n is a multiple of align: the or changes nothing */
     }
     if (n > p->pool_max)
         return false;
-    *cls = mri_pools_class_of(n - 1);
+    size_t x = mri_pools_x(n, align);
+    *cls = mri_pools_class_of(p->tc != NULL ? mri_pools_ts_of(x) : x);
     return true;
 }
 
@@ -472,7 +492,7 @@ static bool class_refill(mr_pools *p, struct mri_pools_class *c)
 
 /* The alignment a direct block's upstream allocation is asked for: plain
  * malloc alignment unless the request needs more. */
-static size_t direct_align(size_t align) { return align > CLASS_ALIGN_MIN ? align : CLASS_ALIGN_MIN; }
+static size_t direct_align(size_t align) { return align > DIRECT_ALIGN_MIN ? align : DIRECT_ALIGN_MIN; }
 
 /* The pad before a direct block (header, alignment) and the bytes asked of
  * upstream; false when they cannot be represented. */
@@ -686,7 +706,7 @@ MR_API MR_NOINLINE void *mri_pools_realloc_slow(mr_pools *p, void *ptr, size_t o
     size_t io, in;
     if (pooled(p, old_size, align, &io) && pooled(p, new_size, align, &in) && io == in) {
         /* the same block: only the bytes a user may touch change */
-        mri_track_poison(ptr, class_size(io));
+        mri_track_poison(ptr, p->tc != NULL ? ts_class_size(io) : class_size(io));
         mri_track_unpoison(ptr, new_size);
         return ptr;
     }
@@ -729,7 +749,9 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     size_t largest = o.largest_required_pool_block != 0 ? o.largest_required_pool_block : MR_POOLS_DEFAULT_POOL_BLOCK;
     if (largest > MR_POOLS_MAX_POOL_BLOCK)
         largest = MR_POOLS_MAX_POOL_BLOCK;
-    size_t last = mri_pools_class_of(largest - 1);
+    /* the largest class a multiple of 16, so that the inline paths' or with
+     * an alignment of 16 stays within the classes */
+    size_t last = mri_pools_class_of((largest - 1) | (INLINE_ALIGN_MAX - 1));
     size_t nclasses = last + 1;
     size_t off = mri_align_up_nocheck(sizeof(struct mr_pools), HEADER_ALIGN);
     /* thread-safe: the engine and its classes instead of the class array */
@@ -753,7 +775,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
         p->tc = mri_tc_layout((char *)p + off, nclasses, &p->ledger, up, p->hot.key);
         for (size_t i = 0; i < nclasses; i++) {
             struct mri_tc_class *cls = &p->tc->classes[i];
-            cls->size = class_size(i);
+            cls->size = ts_class_size(i);
             cls->align = class_align(cls->size);
             cls->first_blocks = FIRST_CHUNK_BYTES / cls->size != 0 ? FIRST_CHUNK_BYTES / cls->size : 1;
             cls->max_blocks = chunk_cap(p, cls->size);
@@ -857,7 +879,7 @@ MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t si
         return 0;
     size_t i, pad, total;
     if (pooled(p, size, align, &i))
-        return class_size(i);
+        return p->tc != NULL ? ts_class_size(i) : class_size(i);
     return direct_layout(size, align, &pad, &total) ? size : 0;
 }
 
@@ -879,7 +901,7 @@ MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
         for (size_t i = 0; i < p->nclasses; i++) {
             size_t a, f;
             mri_tc_counts(p->tc, i, &a, &f);
-            in_use += (a > f ? a - f : 0) * class_size(i);
+            in_use += (a > f ? a - f : 0) * ts_class_size(i);
             allocations += a;
         }
         mri_tc_lock(p->tc);
@@ -980,8 +1002,8 @@ MR_API bool mr_pools_check(const mr_pools *p)
     size_t held = p->header_bytes, blocks = 1;
     if (p->tc != NULL) {
         for (size_t i = 0; i < p->nclasses; i++)
-            CHECK(p->tc->classes[i].size == class_size(i), "class %zu: size %zu, expected %zu", i,
-                  p->tc->classes[i].size, class_size(i));
+            CHECK(p->tc->classes[i].size == ts_class_size(i), "class %zu: size %zu, expected %zu", i,
+                  p->tc->classes[i].size, ts_class_size(i));
         CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX &&
                   p->hot.tc_id == p->tc->id && p->hot.pool_max == p->pool_max,
               "thread-safe pool: inline fields %p / %#jx / %ju", (void *)p->hot.classes, (uintmax_t)p->hot.guard,

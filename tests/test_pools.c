@@ -75,10 +75,10 @@ static void test_class_rounding(void **state)
     size_t prev = 0, classes = 0;
     for (size_t size = 1; size <= 64 * KiB; size++) {
         size_t b = mr_pools_block_size(p, size, 1);
-        if (b < size || b % 16 != 0)
+        if (b < size || b % 8 != 0)
             fail_msg("size %zu: block %zu", size, b);
-        if (size <= 256 && b - size >= 16)
-            fail_msg("size %zu: block %zu wastes >= 16 bytes", size, b);
+        if (size <= 256 && b - size >= 8)
+            fail_msg("size %zu: block %zu wastes >= 8 bytes", size, b);
         if (size > 256 && (b - size) * 8 > size)
             fail_msg("size %zu: block %zu wastes more than 12.5%%", size, b);
         if (b < prev)
@@ -86,16 +86,28 @@ static void test_class_rounding(void **state)
         if (b != prev)
             classes++;
         /* asking for the block size gets the same block */
-        if (mr_pools_block_size(p, b, 1) != b || mr_pools_block_size(p, size, 16) != b)
+        if (mr_pools_block_size(p, b, 1) != b || mr_pools_block_size(p, size, 8) != b)
             fail_msg("size %zu: block %zu not stable", size, b);
+        /* alignment 16: the multiples of 16 */
+        if (mr_pools_block_size(p, size, 16) != ((b + 15) & ~(size_t)15))
+            fail_msg("size %zu, align 16: block %zu", size, mr_pools_block_size(p, size, 16));
         prev = b;
     }
     assert_int_equal(prev, 64 * KiB);
-    assert_int_equal(classes, 16 + 8 * 8); /* 16..256, then 8 per power of two to 64 KiB */
+    assert_int_equal(classes, 32 + 8 * 8); /* 8..256, then 8 per power of two to 64 KiB */
+    /* 8-byte steps: three-pointer structs and Lua's 40- and 56-byte objects */
+    assert_int_equal(mr_pools_block_size(p, 24, 8), 24);
+    assert_int_equal(mr_pools_block_size(p, 40, 8), 40);
+    assert_int_equal(mr_pools_block_size(p, 56, 8), 56);
+    assert_int_equal(mr_pools_block_size(p, 24, 16), 32);
+    assert_int_equal(mr_pools_block_size(p, 136, 8), 136);
+    assert_int_equal(mr_pools_block_size(p, 136, 16), 144);
+    assert_int_equal(mr_pools_block_size(p, 257, 8), 288);
     /* SQLite's page buffers and journal chunks with their size word */
     assert_int_equal(mr_pools_block_size(p, 4368, 8), 4608);
     assert_int_equal(mr_pools_block_size(p, 1040, 8), 1152);
-    assert_int_equal(mr_pools_block_size(p, 0, 1), 16);
+    assert_int_equal(mr_pools_block_size(p, 0, 1), 8);
+    assert_int_equal(mr_pools_block_size(p, 0, 16), 16);
     assert_int_equal(mr_pools_block_size(p, 64 * KiB + 1, 1), 64 * KiB + 1); /* direct */
     /* the class is that of max(size, align) rounded to a multiple of align */
     assert_int_equal(mr_pools_block_size(p, 8, 64), 64);
@@ -110,22 +122,25 @@ static void test_class_rounding(void **state)
 
     /* the blocks really are that size: stats count them so, and two fresh
      * blocks of a class are one block apart */
-    static const size_t probe[] = {1, 15, 16, 17, 100, 128, 129, 200, 1000, 1025, 3000, 5000, 40000, 65536};
-    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
-        size_t b = mr_pools_block_size(p, probe[i], 1);
-        mr_stats before = stats_of(p);
-        char *x = mr_pools_alloc(p, probe[i], 1);
-        char *y = mr_pools_alloc(p, probe[i], 1);
-        assert_non_null(x);
-        assert_non_null(y);
-        mr_stats after = stats_of(p);
-        assert_int_equal(after.in_use - before.in_use, 2 * b);
-        if (b <= 2048) /* the first chunk of such a class holds two blocks or more */
-            assert_int_equal((size_t)(y - x), b);
-        mr_pools_free(p, y, probe[i], 1);
-        mr_pools_free(p, x, probe[i], 1);
-        assert_int_equal(stats_of(p).in_use, before.in_use);
-    }
+    static const size_t probe[] = {1, 8, 15, 16, 17, 24, 100, 128, 129, 200, 1000, 1025, 3000, 5000, 40000, 65536};
+    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++)
+        for (size_t align = 1; align <= 16; align *= 2) {
+            size_t b = mr_pools_block_size(p, probe[i], align);
+            mr_stats before = stats_of(p);
+            char *x = mr_pools_alloc(p, probe[i], align);
+            char *y = mr_pools_alloc(p, probe[i], align);
+            assert_non_null(x);
+            assert_non_null(y);
+            assert_aligned(x, align);
+            assert_aligned(y, align);
+            mr_stats after = stats_of(p);
+            assert_int_equal(after.in_use - before.in_use, 2 * b);
+            if (b <= 2048) /* the first chunk of such a class holds two blocks or more */
+                assert_int_equal((size_t)(y - x), b);
+            mr_pools_free(p, y, probe[i], align);
+            mr_pools_free(p, x, probe[i], align);
+            assert_int_equal(stats_of(p).in_use, before.in_use);
+        }
     destroy_checked(p);
 }
 
@@ -663,7 +678,7 @@ static void test_resource_view(void **state)
     assert_non_null(c);
     assert_aligned(b, 64);
     assert_aligned(c, 4096);
-    assert_int_equal(stats_of(p).in_use, 112 + 128 + 200 * KiB);
+    assert_int_equal(stats_of(p).in_use, 104 + 128 + 200 * KiB);
     mr_deallocate(r, a, 100, 8);
     mr_deallocate(r, b, 100, 64);
     mr_deallocate(r, c, 200 * KiB, 4096);

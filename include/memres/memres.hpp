@@ -129,14 +129,16 @@ inline void arena_deallocate(mr_arena *a, const void *last, void *p, std::size_t
         mri_arena_free_newest(a, p, bytes);
 }
 
-/* Pools: for every alignment up to 16 the class is that of the size alone
- * (pools.h: classes are multiples of 16, blocks at least 16-aligned), so
- * such requests are passed as 16, and the constant drops mr_pools_alloc's
- * power-of-two test; deallocate does the same, so both find the same class.
- * Larger alignments are passed as given (mr_pools_alloc's slow path). */
+/* Pools: std::pmr alignments are powers of two, so up to 16 they take
+ * mr_pools_alloc's inline path without its power-of-two test
+ * (mri_pools_alloc_in with xbits = align - 1: 8 or less the 8-byte
+ * classes, 16 the multiples of 16); deallocate does the same, so both find
+ * the same class.
+ * Larger alignments go to the slow path as given. */
 inline void *pools_allocate(mr_pools *p, std::size_t bytes, std::size_t align)
 {
-    void *q = MR_LIKELY(align <= 16) ? mr_pools_alloc(p, bytes, 16) : mr_pools_alloc(p, bytes, align);
+    void *q = MR_LIKELY(align <= 16) ? mri_pools_alloc_in(p, bytes, align, align - 1)
+                                     : mri_pools_alloc_slow(p, bytes, align);
     if (MR_UNLIKELY(q == nullptr))
         throw_bad_alloc();
     return q;
@@ -145,9 +147,9 @@ inline void *pools_allocate(mr_pools *p, std::size_t bytes, std::size_t align)
 inline void pools_deallocate(mr_pools *p, void *q, std::size_t bytes, std::size_t align) noexcept
 {
     if (MR_LIKELY(align <= 16))
-        mr_pools_free(p, q, bytes, 16);
+        mri_pools_free_in(p, q, bytes, align, align - 1);
     else
-        mr_pools_free(p, q, bytes, align);
+        mri_pools_free_slow(p, q, bytes, align);
 }
 
 /* Objpool: a request of at most the object size with an alignment the
