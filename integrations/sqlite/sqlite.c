@@ -64,7 +64,7 @@
 #include "memres/sqlite.h"
 
 #define HDR MR_SQLITE_HEADER
-#define ALIGN ((size_t)8) /* the pool block is 16-aligned; SQLite's memory 8 in */
+#define ALIGN ((size_t)8) /* the pool block and SQLite's memory, 8 bytes in: 8-aligned */
 
 /* Exact sizes: pool requests above LARGE bytes may get one (n > LARGE -
  * HDR: the one compare the small paths pay); EXACT_MAX of them at most
