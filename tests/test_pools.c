@@ -376,11 +376,12 @@ static void test_chunk_sizes(void **state)
     destroy_checked(p);
     mrt_upstream_restart(u);
 
-    /* growth is geometric: a million 16-byte blocks take few chunks */
+    /* growth is geometric up to the 64 KiB cap: a million 16-byte blocks
+     * take about 16 MB / 64 KiB chunks */
     p = make(u, 0, 0);
     for (int i = 0; i < 1000000; i++)
         assert_non_null(mr_pools_alloc(p, 16, 16));
-    assert_true(u->allocations < 100);
+    assert_true(u->allocations < 16000000 / (64 * KiB) + 20);
     mr_stats s = stats_of(p);
     assert_int_equal(s.in_use, 16000000);
     assert_true(s.held < s.in_use + s.in_use / 33); /* < 3% overhead */
@@ -430,7 +431,7 @@ static void test_empty_chunks_go_back(void **state)
     mr_stats s = stats_of(p);
     assert_true(u->deallocations > deallocs);
     /* what is held beyond the live blocks: class A's kept slack (at most its
-     * current chunk, 256 KiB), its chunks with a live block, class B's last
+     * current chunk, 64 KiB), its chunks with a live block, class B's last
      * chunk's tail, header and records -- not the 2.5 MB A freed */
     assert_true(s.held - s.in_use < 900 * KiB);
     assert_true(s.held < held_a + NB * 1024 / 2);
@@ -472,6 +473,42 @@ static void test_empty_chunks_go_back(void **state)
     assert_true(mr_pools_check(p));
     mr_pools_release(p);
     assert_int_equal(mrt_upstream_live(u), 1);
+    destroy_checked(p);
+}
+
+/* A class of more chunks than one walk looks at (TRIM_BATCH x TRIM_PASSES
+ * = 512 in pools.c) gives them back over several walks, each starting
+ * where the last stopped, every walk bounded. */
+static void test_empty_chunks_many(void **state)
+{
+    mrt_upstream *u = *state;
+    enum { N = 8000, CHUNK = 8 }; /* 1000 chunks of 8 blocks */
+    static void *a[N];
+    mr_pools *p = make(u, 0, CHUNK);
+    for (int i = 0; i < N; i++)
+        assert_non_null(a[i] = mr_pools_alloc(p, 64, 8));
+    for (int i = 0; i < N; i++)
+        mr_pools_free(p, a[i], 64, 8);
+    size_t chunks = u->nlive, before = u->deallocations;
+    void *other[64];
+    int k = 0;
+    assert_non_null(other[k++] = mr_pools_alloc(p, 1000, 8)); /* a new chunk: a walk */
+    size_t first = u->deallocations - before;
+    assert_true(first > 0 && first <= 512);
+    assert_true(mr_pools_check(p));
+    for (int round = 0; round < 8 && u->deallocations - before < chunks - 20; round++) {
+        /* frees enough for another walk, and another class's new chunk */
+        for (int i = 0; i < 2000; i++)
+            assert_non_null(a[i] = mr_pools_alloc(p, 64, 8));
+        for (int i = 0; i < 2000; i++)
+            mr_pools_free(p, a[i], 64, 8);
+        for (int j = 0; j < CHUNK; j++)
+            assert_non_null(other[k % 64] = mr_pools_alloc(p, 2000 + (size_t)round * 300, 8)), k++;
+        assert_true(mr_pools_check(p));
+    }
+    /* all but the kept slack went back, 512 chunks a walk at most */
+    assert_true(u->deallocations - before > first);
+    assert_true(stats_of(p).held < 200 * CHUNK * 64 + 100 * KiB);
     destroy_checked(p);
 }
 
@@ -905,6 +942,7 @@ int main(void)
         mrt_unit_test(test_direct_tracked),
         mrt_unit_test(test_chunk_sizes),
         mrt_unit_test(test_empty_chunks_go_back),
+        mrt_unit_test(test_empty_chunks_many),
         mrt_unit_test(test_options),
         mrt_unit_test(test_thread_safe_one_thread),
         mrt_unit_test(test_bad_input),
