@@ -86,7 +86,7 @@
  *   threads of (2 batches + its own blocks + one carving region) + the
  *   chunk being taken; threads coming and going add
  *   nothing (docs/design.md).  Cost: 64 bytes per class per (pool, thread)
- *   (5 KiB with the default classes), counted in held.
+ *   (6 KiB with the 96 default classes), counted in held.
  *   fork: handlers (pthread_atfork) hold every lock of every thread-safe
  *   pool across fork, so the child can use every pool; the child loses
  *   the blocks the other threads cached (they stay held until release or
@@ -141,8 +141,8 @@ typedef struct mr_pools_options {
 #define MR_POOLS_MAX_ALIGN ((size_t)4096)
 
 /* Creates a pool.  opts may be NULL (all defaults).  Only the pool's header
- * (about 64 bytes per class: 5 KiB with the defaults; thread-safe, about
- * 180 bytes per class: 14 KiB) is taken from upstream
+ * (about 90 bytes per class: 8.5 KiB with the defaults; thread-safe, about
+ * 180 bytes per class: 17 KiB) is taken from upstream
  * now; chunks come with the first allocation of each class.
  * Errors: NULL with errno = ENOMEM when the upstream cannot give the
  * header.  Thread-safe: each thread's cache comes with its first call
