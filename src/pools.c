@@ -307,22 +307,32 @@ static struct chunk_rec *rec_new(mr_pools *p)
 
 /* ---- giving empty chunks back (see "Giving empty chunks back" above) ---- */
 
-/* The chunk of cand[0..n) (sorted by base, all of class size s) holding
- * block address a; n when none does. */
-static size_t trim_find(struct chunk_rec *const *cand, size_t n, size_t s, uintptr_t a)
+/* The chunks of one pass of a walk, sorted by base: their extents copied
+ * out of the records (no pointer chase per lookup), and the chunk the last
+ * lookup found (free lists often hold runs of one chunk's blocks). */
+struct trim_map {
+    uintptr_t base[TRIM_BATCH], end[TRIM_BATCH];
+    size_t n, last;
+};
+
+/* The index of the chunk holding block address a; m->n when none does. */
+static size_t trim_find(struct trim_map *m, uintptr_t a)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first chunk with base > a is cand[lo] */
+    size_t k = m->last;
+    if (a - m->base[k] < m->end[k] - m->base[k]) /* the same chunk as before */
+        return k;
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) { /* the first chunk with base > a is lo */
         size_t mid = lo + (hi - lo) / 2;
-        if (cand[mid]->base <= a)
+        if (m->base[mid] <= a)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == 0)
-        return n;
-    const struct chunk_rec *r = cand[lo - 1];
-    return a < r->base + r->blocks * s ? lo - 1 : n;
+    if (lo == 0 || a >= m->end[lo - 1])
+        return m->n;
+    m->last = lo - 1;
+    return lo - 1;
 }
 
 /* One pass over class c's free list for the chunks cand[0..n) (any order;
@@ -342,8 +352,15 @@ static size_t trim_batch(mr_pools *p, struct mri_pools_class *c, struct chunk_re
             cand[j] = cand[j - 1];
         cand[j] = r;
     }
+    struct trim_map m;
+    m.n = n;
+    m.last = 0;
+    for (size_t i = 0; i < n; i++) {
+        m.base[i] = cand[i]->base;
+        m.end[i] = cand[i]->base + cand[i]->blocks * s;
+    }
     for (void *b = c->free; b != NULL; b = mri_link_get(b, key)) {
-        size_t k = trim_find(cand, n, s, (uintptr_t)b);
+        size_t k = trim_find(&m, (uintptr_t)b);
         if (k != n)
             count[k]++;
     }
@@ -361,7 +378,7 @@ static size_t trim_batch(mr_pools *p, struct mri_pools_class *c, struct chunk_re
     void **link = &c->free, *keep = NULL;
     for (void *b = c->free, *next; b != NULL; b = next) {
         next = mri_link_get(b, key);
-        size_t k = trim_find(cand, n, s, (uintptr_t)b);
+        size_t k = trim_find(&m, (uintptr_t)b);
         if (k != n && count[k] == SIZE_MAX)
             continue;
         if (keep == NULL)
@@ -377,7 +394,7 @@ static size_t trim_batch(mr_pools *p, struct mri_pools_class *c, struct chunk_re
     /* the chunks out of the class's list, back upstream, records spare */
     const size_t align = class_align(s);
     for (struct chunk_rec **pr = (struct chunk_rec **)&c->chunks, *r; (r = *pr) != NULL;) {
-        size_t k = trim_find(cand, n, s, r->base);
+        size_t k = trim_find(&m, r->base);
         if (r == c->current || k == n || cand[k] != r || count[k] != SIZE_MAX) {
             pr = &r->next;
             continue;
