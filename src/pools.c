@@ -367,35 +367,34 @@ static size_t trim_batch(mr_pools *p, struct mri_pools_class *c, struct chunk_re
     size_t empty = 0, dropped = 0;
     for (size_t k = 0; k < n; k++)
         if (count[k] == cand[k]->blocks && dropped + cand[k]->blocks <= budget) {
-            count[k] = SIZE_MAX; /* marks the chunk to go */
-            empty++;
+            count[k] = SIZE_MAX; /* marks the chunk to go (for the list) */
             dropped += cand[k]->blocks;
+            cand[k]->blocks = 0; /* and its record (for the chunk list) */
+            empty++;
         }
     if (empty == 0)
         return 0;
     *gone = empty;
     /* the list without the blocks of the chunks that go, in its order */
-    void **link = &c->free, *keep = NULL;
-    for (void *b = c->free, *next; b != NULL; b = next) {
+    void *b = c->free, *last = NULL;
+    c->free = NULL;
+    for (void *next; b != NULL; b = next) {
         next = mri_link_get(b, key);
         size_t k = trim_find(&m, (uintptr_t)b);
         if (k != n && count[k] == SIZE_MAX)
             continue;
-        if (keep == NULL)
-            *link = b;
+        if (last == NULL)
+            c->free = b;
         else
-            mri_link_set(keep, b, key);
-        keep = b;
+            mri_link_set(last, b, key);
+        last = b;
     }
-    if (keep == NULL)
-        c->free = NULL;
-    else
-        mri_link_set(keep, NULL, key);
+    if (last != NULL)
+        mri_link_set(last, NULL, key);
     /* the chunks out of the class's list, back upstream, records spare */
     const size_t align = class_align(s);
     for (struct chunk_rec **pr = (struct chunk_rec **)&c->chunks, *r; (r = *pr) != NULL;) {
-        size_t k = trim_find(&m, r->base);
-        if (r == c->current || k == n || cand[k] != r || count[k] != SIZE_MAX) {
+        if (r->blocks != 0) {
             pr = &r->next;
             continue;
         }
@@ -416,11 +415,9 @@ static size_t trim_batch(mr_pools *p, struct mri_pools_class *c, struct chunk_re
  * slack, and since the last walk it had at least a quarter as many frees
  * as the list has blocks -- half as many when that walk found nothing (a
  * fragmented class waits for more of its blocks to turn over).  So a walk
- * costs at most four steps per free and pass (passes: below).  (The Lua
- * benchmark, --quick, under
- * callgrind: 2.7% more instructions than without walks; waiting for all
- * of a futile class's blocks to turn over saved half of that and cost
- * 0.9 MiB of peak RSS.) */
+ * costs at most four steps per free and pass (passes: below).  (Waiting
+ * for all of a futile class's blocks to turn over saved half the walks'
+ * instructions on the Lua benchmark and cost 0.9 MiB of peak RSS.) */
 static void trim_class(mr_pools *p, struct mri_pools_class *c, struct class_cold *k)
 {
     if (c->chunks == c->current) /* none, or only the current one */
