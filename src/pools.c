@@ -164,6 +164,9 @@
  * a walk makes at most. */
 #define TRIM_BATCH 128
 #define TRIM_PASSES 4u
+/* Bits of mr_pools.trim_mask: one per class (MR_POOLS_MAX_POOL_BLOCK makes
+ * 128 classes). */
+#define TRIM_MASK_WORDS 2u
 
 _Static_assert(sizeof(struct mri_pools_class) == 64 || sizeof(void *) != 8, "a class is one cache line");
 _Static_assert(MR_POOLS_MAX_POOL_BLOCK <= HARD_MAX_CHUNK, "every class fits a chunk");
@@ -215,6 +218,8 @@ struct mr_pools {
     uintptr_t rec_ptr, rec_end; /* free records of the newest page */
     struct chunk_rec *rec_spare; /* records of chunks given back, for reuse */
     struct class_cold *cold;    /* per class (unsynchronised pools; in the header block) */
+    uint64_t trim_mask[TRIM_MASK_WORDS]; /* classes whose current chunk may have chunks
+                                            before it: the ones trim looks at */
     /* direct blocks */
     struct direct_hdr direct;   /* sentinel of the circular list */
     size_t direct_count;        /* blocks on the list */
@@ -465,9 +470,18 @@ static void trim_class(mr_pools *p, struct mri_pools_class *c, struct class_cold
  * of the classes worth a walk. */
 static void trim(mr_pools *p)
 {
-    for (size_t i = 0; i < p->nclasses; i++)
-        trim_class(p, &p->hot.classes[i], &p->cold[i]);
+    for (unsigned w = 0; w < TRIM_MASK_WORDS; w++)
+        for (uint64_t m = p->trim_mask[w]; m != 0; m &= m - 1) {
+            size_t i = (size_t)w * 64 + (unsigned)__builtin_ctzll(m);
+            struct mri_pools_class *c = &p->hot.classes[i];
+            trim_class(p, c, &p->cold[i]);
+            if (c->chunks == c->current) /* nothing before current: nothing to walk */
+                p->trim_mask[w] &= ~((uint64_t)1 << (i % 64));
+        }
 }
+
+/* Class i's current chunk has chunks before it: trim looks at it. */
+static void trim_mark(mr_pools *p, size_t i) { p->trim_mask[i / 64] |= (uint64_t)1 << (i % 64); }
 
 /* Makes a fresh chunk current for class c: the next kept one, else a new one
  * from upstream.  false (errno set) with nothing changed on failure. */
@@ -520,6 +534,8 @@ static bool class_refill(mr_pools *p, struct mri_pools_class *c)
     c->bump = r->base;
     c->end = r->base + r->blocks * s;
     p->cold[c - p->hot.classes].carved += r->blocks;
+    if (r != c->chunks)
+        trim_mark(p, (size_t)(c - p->hot.classes));
     if (fresh)
         trim(p);
     return true;
@@ -790,6 +806,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
      * an alignment of 16 stays within the classes */
     size_t last = mri_pools_class_of((largest - 1) | (INLINE_ALIGN_MAX - 1));
     size_t nclasses = last + 1;
+    MR_ASSERT_INTERNAL(nclasses <= TRIM_MASK_WORDS * 64);
     size_t off = mri_align_up_nocheck(sizeof(struct mr_pools), HEADER_ALIGN);
     /* thread-safe: the engine and its classes instead of the class array */
     size_t bytes = off + (o.thread_safe ? mri_tc_bytes(nclasses)
@@ -1085,9 +1102,13 @@ static bool check_classes(const mr_pools *p, size_t *held, size_t *blocks)
     size_t chunk_bytes = 0, records = 0, spare = 0;
     for (const struct chunk_rec *r = p->rec_spare; r != NULL; r = r->next)
         CHECK(++spare <= handed_out, "spare chunk records: more than the %zu handed out (cycle?)", handed_out);
-    for (size_t i = 0; i < p->nclasses; i++)
+    for (size_t i = 0; i < p->nclasses; i++) {
         if (!check_class(p, i, &chunk_bytes, &records, handed_out - spare))
             return false;
+        const struct mri_pools_class *c = &p->hot.classes[i];
+        CHECK(c->chunks == c->current || (p->trim_mask[i / 64] >> (i % 64) & 1),
+              "class %zu: chunks before the current one, but not marked for trim", i);
+    }
     CHECK(records + spare == handed_out, "%zu chunk records in the class lists and %zu spare, %zu handed out", records,
           spare, handed_out);
     *held += pages * REC_PAGE_BYTES + chunk_bytes;
