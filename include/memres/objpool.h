@@ -113,12 +113,12 @@ struct mri_objpool_hot {
     uint64_t tc_id;         /* thread-safe: the pool's id (memres/tcache.h); 0: not */
 };
 
-/* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
- * pool's alignment, uninitialised).  Failure: NULL, errno = ENOMEM, nothing
- * changed.  The object lives until it is freed, or the pool is reset,
- * released or destroyed.
- * Common case inline, no call: pop the free list, else bump in the block. */
-static inline void *mr_objpool_alloc(mr_objpool *p)
+/* Private: the unsynchronised part of mr_objpool_alloc, for in-project
+ * clients that handle the rest out of line: an object from the free list
+ * or the block, else NULL -- always for a thread-safe pool (its free and
+ * ptr == end stay 0) and in checked builds; the caller then calls
+ * mr_objpool_alloc. */
+static inline void *mri_objpool_take(mr_objpool *p)
 {
 #if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
@@ -131,10 +131,47 @@ static inline void *mr_objpool_alloc(mr_objpool *p)
     uintptr_t q = h->ptr;
     if (MR_LIKELY(q != h->end)) {
         MR_ASSUME(q != 0); /* a block is never at address 0 */
+        h->allocations++; /* first: see mri_pools_class_take */
         h->ptr = q + h->size;
-        h->allocations++;
         return (void *)q;
     }
+#else
+    (void)p;
+#endif
+    return NULL;
+}
+
+/* Private: the unsynchronised part of mr_objpool_free: true when obj went
+ * on the free list; false for a thread-safe pool, obj NULL, and in checked
+ * builds (the caller then calls mr_objpool_free). */
+static inline bool mri_objpool_put(mr_objpool *p, void *obj)
+{
+#if !MR_CHECKED
+    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
+    if (MR_LIKELY((uintptr_t)obj > h->guard)) { /* not NULL, and not thread-safe */
+        mri_link_store(obj, h->free, h->key);
+        h->free = obj;
+        h->frees++;
+        return true;
+    }
+#else
+    (void)p, (void)obj;
+#endif
+    return false;
+}
+
+/* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
+ * pool's alignment, uninitialised).  Failure: NULL, errno = ENOMEM, nothing
+ * changed.  The object lives until it is freed, or the pool is reset,
+ * released or destroyed.
+ * Common case inline, no call: pop the free list, else bump in the block. */
+static inline void *mr_objpool_alloc(mr_objpool *p)
+{
+#if !MR_CHECKED
+    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
+    void *obj = mri_objpool_take(p);
+    if (MR_LIKELY(obj != NULL))
+        return obj;
     if (h->tc_id != 0) { /* thread-safe: this thread's cache of the pool */
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
         if (MR_LIKELY(e->id == h->tc_id)) {
@@ -156,12 +193,8 @@ static inline void mr_objpool_free(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
-    if (MR_LIKELY((uintptr_t)obj > h->guard)) { /* not NULL, and not thread-safe */
-        mri_link_store(obj, h->free, h->key);
-        h->free = obj;
-        h->frees++;
+    if (MR_LIKELY(mri_objpool_put(p, obj)))
         return;
-    }
     if (h->tc_id != 0 && obj != NULL) {
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
         if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key)))

@@ -271,6 +271,63 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
     return mri_pools_alloc_slow(p, size, align);
 }
 
+/* Private: the unsynchronised fast paths of class c of p, for a caller
+ * that knows p is not thread-safe and c is the class of the request (an
+ * in-project client that checked once; mri_pools_alloc_in and
+ * mri_pools_free_in check each time).  Take: a block from c's free list or
+ * its chunk's bump region, else NULL (the caller then calls
+ * mri_pools_alloc_slow); always NULL in checked builds. */
+static inline void *mri_pools_class_take(mr_pools *p, struct mri_pools_class *c)
+{
+#if !MR_CHECKED
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    void *b = c->free;
+    if (MR_LIKELY(b != NULL)) {
+        c->free = mri_link_load(b, h->key);
+        c->allocations++;
+        return b;
+    }
+    uintptr_t q = c->bump;
+    if (MR_LIKELY(q != c->end)) {
+        MR_ASSUME(q != 0); /* a bump region is never at address 0 */
+        /* the count first: a tail unlike the free-list path's, which the
+         * compiler would otherwise merge with it, costing that path a
+         * load and a store in place of one add to memory */
+        c->allocations++;
+        c->bump = q + c->size;
+        return (void *)q;
+    }
+    return NULL;
+#else
+    (void)p, (void)c;
+    return NULL;
+#endif
+}
+
+/* Private: put, on the same terms (ptr not NULL): pushes ptr on c's free
+ * list and returns true; false in checked builds (the caller then calls
+ * mri_pools_free_slow). */
+static inline bool mri_pools_class_put(mr_pools *p, struct mri_pools_class *c, void *ptr)
+{
+#if !MR_CHECKED
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    mri_link_store(ptr, c->free, h->key);
+    c->free = ptr;
+    c->frees++;
+    return true;
+#else
+    (void)p, (void)c, (void)ptr;
+    return false;
+#endif
+}
+
+/* Private: the class array of a pool that is not thread-safe (class i at
+ * [i], i = mri_pools_class_of(x)); NULL for a thread-safe one. */
+static inline struct mri_pools_class *mri_pools_classes(mr_pools *p)
+{
+    return ((struct mri_pools_hot *)(void *)p)->classes;
+}
+
 /* Private: mr_pools_alloc for an align already known to be a power of two
  * <= 16, with xbits = mri_pools_xbits(align) or align - 1 (the same class:
  * the low three bits of x never change it, as its size is at least 8 and
@@ -282,20 +339,9 @@ static inline void *mri_pools_alloc_in(mr_pools *p, size_t size, size_t align, s
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     size_t x = size - 1;
     if (MR_LIKELY(x < h->alloc_max)) {
-        struct mri_pools_class *c = mri_pools_class_in(h->classes, x, xbits);
-        void *b = c->free;
-        if (MR_LIKELY(b != NULL)) {
-            c->free = mri_link_load(b, h->key);
-            c->allocations++;
+        void *b = mri_pools_class_take(p, mri_pools_class_in(h->classes, x, xbits));
+        if (MR_LIKELY(b != NULL))
             return b;
-        }
-        uintptr_t q = c->bump;
-        if (MR_LIKELY(q != c->end)) {
-            MR_ASSUME(q != 0); /* a bump region is never at address 0 */
-            c->bump = q + c->size;
-            c->allocations++;
-            return (void *)q;
-        }
     } else if (h->tc_id != 0 && x < h->pool_max) {
         /* thread-safe: this thread's cache of the pool */
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
@@ -334,10 +380,7 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     size_t x = size - 1;
     if (MR_LIKELY((uintptr_t)ptr > h->guard && x < h->pool_max)) { /* ptr != NULL */
-        struct mri_pools_class *c = mri_pools_class_in(h->classes, x, xbits);
-        mri_link_store(ptr, c->free, h->key);
-        c->free = ptr;
-        c->frees++;
+        (void)mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr);
         return;
     }
     if (h->tc_id != 0 && ptr != NULL && x < h->pool_max) {
