@@ -4,9 +4,12 @@
  *
  * Layout of a block: [size word: 8 bytes][the n bytes SQLite sees].  The
  * word's low 32 bits hold n as SQLite asked for it (an int: below 2^31);
- * its high bits say where the block lives: 0 for the size-class pools
- * (the pool block is n + 8 bytes, so free and resize recompute the class
- * from the word), i + 1 for exact pool i.  SQLite rounds every request with
+ * bits 32-39 say where the block lives: 0 for the size-class pools (the
+ * pool block is n + 8 bytes, so free and resize recompute the class from
+ * the word), i + 1 for exact pool i; bit 63 (COUNTED) marks a class block
+ * counted as a live block of its exact size (below).  A word above
+ * LARGE - 8 thus sends free to the large path, one compare; below it the
+ * class comes from a table (class_off).  SQLite rounds every request with
  * xRoundup first, which answers class size - 8 (or exact size - 8, below):
  * the requests that arrive are whole blocks and xSize (the low word) is
  * what the block holds.
@@ -36,7 +39,14 @@
  * block is nearly all waste.  At most EXACT_MAX sizes, kept until
  * sqlite3_shutdown (xShutdown), when SQLite has freed everything: the
  * objpools are destroyed and the counts forgotten.  An exact pool whose
- * last block is freed gives its blocks back (exact_free).
+ * last block is freed gives its blocks back (exact_empty).
+ *
+ * Instructions.  SQLite calls xRoundup, xMalloc and xSize for each
+ * allocation and xSize and xFree for each free, so the methods are paths of
+ * a handful of instructions below LARGE (see "the methods": 17 for xMalloc
+ * and 16 for xFree to their ret, gcc 12 -O2) and an exact pool's block
+ * above it is about 27 more; counting, promotion and refills are out of
+ * line.
  *
  * Threads.  The table and the published sizes are C11 atomics (a
  * compare-and-swap per count, only on the large, wasteful, unpromoted
@@ -74,12 +84,22 @@
  * 35 of 4368): late enough that one-at-a-time sizes never get there, early
  * enough that the blocks left in the class before are few (on the
  * workload, 2 KiB to 16 KiB moved peak RSS by less than 1%).  An objpool's
- * blocks are a little over the largest pooled size (about 64 KiB: direct
- * requests, no class rounding of their own; 128 KiB to 1 MiB did no
- * better). */
+ * blocks hold EXACT_BLOCK bytes' worth of its size, whatever the size: the
+ * journal's pool takes and gives back its blocks at every transaction, and
+ * blocks of one size for every pool fill each other's holes in malloc's
+ * heap (the pool's upstream).  Blocks a little over 64 KiB (the largest
+ * class), 66 and 70 KB for the two pools, left the heap with 55-63 KB holes
+ * at the peak and it grew past them: peak RSS 39.2 MiB on the bench against
+ * 38.5 with 256 KiB (192 KiB alike; 128 KiB, 384 KiB and up worse), and a
+ * quarter of the objpool refills. */
+#define EXACT_BLOCK ((size_t)256 * 1024)
 #define LARGE ((size_t)1024)
 #define EXACT_MAX 4u
 #define EXACT_SHIFT 32
+#define EXACT_MASK ((uint64_t)0xff)
+/* A class block of an exact size counted live (count_add): its free counts
+ * it out, with no class lookup. */
+#define COUNTED ((uint64_t)1 << 63)
 #define PROMOTE_WASTE ((size_t)8 * 1024)
 #define EXACT_ALIGN ((size_t)16) /* as the class blocks: SQLite's memory 8 in */
 /* The live-count table: CANDS slots of (e / 16) << 32 | live blocks, a
@@ -105,6 +125,15 @@ static _Atomic(uint64_t) cands[CANDS];
  * `lock`, or one thread): an exact pool whose last block is freed gives its
  * blocks back (exact_free), for other sizes to use. */
 static size_t exact_live[EXACT_MAX];
+/* xRoundup below LARGE: the block a request of up to 8 (i + 1) bytes with
+ * the word gets, less the word (class blocks are multiples of 8, so one
+ * entry covers 8 sizes); filled at install from mr_pools_block_size. */
+static uint16_t roundup_tab[LARGE / 8];
+/* The local methods' classes (see "the methods"): the pool's class array,
+ * and per entry as roundup_tab's the byte offset in it of the class of the
+ * request. */
+static struct mri_pools_class *classes;
+static uint16_t class_off[LARGE / 8];
 
 static inline uint64_t word_get(const void *user)
 {
@@ -118,6 +147,9 @@ static inline void *word_set(void *block, uint64_t w)
     memcpy(block, &w, sizeof w);
     return (char *)block + HDR;
 }
+
+/* The exact pool a word names (1 + its index), 0: none. */
+static inline unsigned word_exact(uint64_t w) { return (unsigned)(w >> EXACT_SHIFT & EXACT_MASK); }
 
 /* ---- exact sizes ---- */
 
@@ -152,6 +184,22 @@ static size_t count_add(size_t e, int op)
 {
     uint64_t key = (uint64_t)(e >> 4) << 32;
     unsigned h = (unsigned)((e >> 4) * 0x9e3779b1u) >> 27; /* 5 bits: CANDS */
+    if (!exact_thread_safe && op != 0) {
+        /* one thread at a time (alone, or under `lock`): the size's home
+         * slot, where it most often is, with no compare-and-swap */
+        uint64_t v = atomic_load_explicit(&cands[h], memory_order_relaxed);
+        if ((v & ~LIVE_MASK) == key && (op > 0 || (v & LIVE_MASK) != 0)) {
+            v = op > 0 ? v + 1 : v - 1;
+            atomic_store_explicit(&cands[h], v, memory_order_relaxed);
+            return (size_t)(v & LIVE_MASK);
+        }
+        if (op > 0 && (v & LIVE_MASK) == 0) {
+            /* a free home, taken at once (should the size also hold a
+             * slot further on, its count splits: a later promotion) */
+            atomic_store_explicit(&cands[h], key | 1, memory_order_relaxed);
+            return 1;
+        }
+    }
     for (;;) {
         unsigned claim = CANDS;
         uint64_t claimed = 0;
@@ -180,17 +228,26 @@ static size_t count_add(size_t e, int op)
     }
 }
 
-/* Counts a class block of s pool bytes in (+1) or out (-1) when its size
- * is exact, while promotion is open.  Also for an exact size promoted since
- * the block was counted: its slot drains to 0 and can be reused. */
-static void count_block(size_t s, int op)
+/* The word of a class block of size bytes (s with the word) of exact size
+ * e (0: none), counted in while promotion is open: COUNTED when it was, so
+ * that its free or move counts it out (count_out). */
+static uint64_t count_in(size_t size, size_t s)
 {
     size_t e = exact_of(s, mr_pools_block_size(pool, s, ALIGN));
-    if (e != 0 && atomic_load_explicit(&exact_n, memory_order_acquire) < EXACT_MAX)
-        count_add(e, op);
+    if (e != 0 && atomic_load_explicit(&exact_n, memory_order_acquire) < EXACT_MAX && count_add(e, +1) != 0)
+        return size | COUNTED;
+    return size;
 }
 
-static inline size_t exact_per_block(size_t e) { return pool_max / e + 1; }
+/* A COUNTED block's word: one live block of its exact size fewer (also
+ * once the size has a pool: its slot drains to 0 and can be reused). */
+static void count_out(uint64_t w)
+{
+    if (w & COUNTED)
+        count_add(((size_t)(uint32_t)w + HDR + 15) & ~(size_t)15, -1);
+}
+
+static inline size_t exact_per_block(size_t e) { return e < EXACT_BLOCK ? EXACT_BLOCK / e : 1; }
 
 /* Gives e an objpool (if it has none and the table is not full); returns
  * its index, or -1 (full, or the objpool could not be created: the blocks
@@ -236,105 +293,194 @@ static void exact_drop(void)
 
 /* ---- the methods ---- */
 
-/* A request of size bytes (s with the word, block b) of exact size e that
- * has no pool yet: counted, and promoted when its live blocks waste enough;
- * the block comes from the new pool, else from the class. */
-static MR_NOINLINE void *malloc_counted(size_t size, size_t s, size_t b, size_t e)
+/* Two kinds of table.  A pool that is not thread-safe and whose classes
+ * reach LARGE (the single-thread install, and the locked one under `lock`)
+ * gets the local methods: below LARGE they pop and push the class lists
+ * with mri_pools_class_take / mri_pools_class_put, with none of the
+ * checks that mr_pools_alloc and mr_pools_free make on every call (install
+ * checked them once).  Any other pool gets the general ones (mr_pools_alloc
+ * and mr_pools_free: a thread-safe pool's caches, a small pool's direct
+ * blocks).  Above LARGE, and for resizes, both share one path, which takes
+ * the local way where it can (classes set: local_class; an exact pool's
+ * block by mri_objpool_take / mri_objpool_put, which fail over to the
+ * general calls for a thread-safe objpool). */
+
+/* A request of size bytes of exact size e whose live blocks now waste
+ * enough: e gets a pool (promote) and the block comes from it; NULL when
+ * there is none (table full, or no memory; the count starts again from 0)
+ * or it has no block: the caller takes one from the class. */
+static MR_NOINLINE void *malloc_promoted(size_t size, size_t e)
 {
-    size_t live = count_add(e, +1);
-    if (live * (b - e) >= PROMOTE_WASTE) {
-        int i = promote(e);
-        /* this block goes to the new pool; or there is none (table full,
-         * or no memory): count again from 0 */
-        count_add(e, i >= 0 ? -1 : 0);
-        live = 0;
-        if (i >= 0) {
-            void *q = mr_objpool_alloc(exact_get((unsigned)i));
-            if (q != NULL) {
-                if (!exact_thread_safe)
-                    exact_live[i]++;
-                return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
-            }
-        }
-    }
-    void *q = mr_pools_alloc(pool, s, ALIGN);
-    if (q == NULL && live != 0)
-        count_add(e, -1);
-    return q != NULL ? word_set(q, size) : NULL;
+    int i = promote(e);
+    count_add(e, i >= 0 ? -1 : 0); /* this block goes to the new pool */
+    if (i < 0)
+        return NULL;
+    void *q = mr_objpool_alloc(exact_get((unsigned)i));
+    if (q == NULL)
+        return NULL;
+    if (!exact_thread_safe)
+        exact_live[i]++;
+    return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
 }
 
-/* Requests above LARGE: an exact pool, else the classes (counted while
- * promotion is open). */
-static MR_NOINLINE void *malloc_large(size_t size)
+/* The class of a pool request of s > LARGE bytes for the local methods;
+ * NULL for the general ones, and for a direct request. */
+static inline struct mri_pools_class *local_class(size_t s)
+{
+    return classes != NULL && s <= pool_max ? &classes[mri_pools_class_of(s - 1)] : NULL;
+}
+
+/* A request above LARGE that no exact pool serves: a class block (or a
+ * direct one).  While promotion is open (open), a class block of an exact
+ * size is counted (COUNTED in its word), and promoted when its size's live
+ * blocks waste enough. */
+static MR_NOINLINE void *malloc_class(size_t size, bool open)
 {
     size_t s = size + HDR;
-    size_t b = mr_pools_block_size(pool, s, ALIGN);
-    size_t e = exact_of(s, b);
-    if (e != 0) {
-        int i = exact_find(e);
-        if (i >= 0) {
-            void *q = mr_objpool_alloc(exact_get((unsigned)i));
-            if (MR_LIKELY(q != NULL)) {
-                if (!exact_thread_safe)
-                    exact_live[i]++;
-                return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
+    uint64_t w = size;
+    size_t e = 0;
+    struct mri_pools_class *c = local_class(s);
+    if (open) {
+        size_t b = c != NULL ? c->size : mr_pools_block_size(pool, s, ALIGN);
+        e = exact_of(s, b);
+        if (e != 0) {
+            size_t live = count_add(e, +1);
+            if (MR_UNLIKELY(live * (b - e) >= PROMOTE_WASTE)) {
+                void *q = malloc_promoted(size, e);
+                if (q != NULL)
+                    return q;
+                live = 0; /* counted out, or forgotten */
             }
-            /* the objpool could not get a block: the class may have one */
-        } else if (atomic_load_explicit(&exact_n, memory_order_relaxed) < EXACT_MAX) {
-            return malloc_counted(size, s, b, e);
+            if (live != 0)
+                w |= COUNTED;
         }
     }
-    void *q = mr_pools_alloc(pool, s, ALIGN);
-    return q != NULL ? word_set(q, size) : NULL;
+    void *q = c != NULL ? mri_pools_class_take(pool, c) : NULL;
+    if (q == NULL)
+        q = mr_pools_alloc(pool, s, ALIGN);
+    if (q == NULL) {
+        if (w & COUNTED)
+            count_add(e, -1);
+        return NULL;
+    }
+    return word_set(q, w);
 }
 
-static inline void *do_malloc(size_t size)
+/* Requests above LARGE: an exact pool, looked up by the exact size (a size
+ * that has a pool is one whose class wastes enough), else the classes. */
+/* A block of exact pool i when mri_objpool_take had none at hand (an
+ * objpool that needs a block, a thread-safe one, a checked build). */
+static MR_NOINLINE void *malloc_exact(size_t size, unsigned i)
+{
+    void *q = mr_objpool_alloc(exact_get(i));
+    if (MR_UNLIKELY(q == NULL)) /* the class may have one */
+        return malloc_class(size, false);
+    if (!exact_thread_safe)
+        exact_live[i]++;
+    return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
+}
+
+static MR_NOINLINE void *malloc_large(size_t size)
+{
+    size_t e = (size + HDR + 15) & ~(size_t)15;
+    unsigned k = atomic_load_explicit(&exact_n, memory_order_acquire);
+    for (unsigned i = 0; i < k; i++)
+        if (atomic_load_explicit(&exact_size[i], memory_order_relaxed) == e) {
+            void *q = mri_objpool_take(exact_get(i));
+            if (MR_UNLIKELY(q == NULL))
+                return malloc_exact(size, i);
+            exact_live[i]++; /* taken: the objpool is not thread-safe */
+            return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
+        }
+    return malloc_class(size, k < EXACT_MAX);
+}
+
+/* Below LARGE, when the class had no block at hand: the pool's slow path. */
+static MR_NOINLINE void *malloc_refill(size_t size)
+{
+    void *b = mri_pools_alloc_slow(pool, size + HDR, ALIGN);
+    return b != NULL ? word_set(b, size) : NULL;
+}
+
+/* The class of a local request of size <= LARGE - HDR bytes. */
+static inline struct mri_pools_class *class_at(size_t size)
+{
+    return (struct mri_pools_class *)(void *)((char *)classes + class_off[(size + HDR - 1) / 8]);
+}
+
+static inline void *do_malloc(size_t size, bool local)
 {
     if (MR_UNLIKELY(size > LARGE - HDR))
         return malloc_large(size);
+    if (local) {
+        void *b = mri_pools_class_take(pool, class_at(size));
+        if (MR_UNLIKELY(b == NULL))
+            return malloc_refill(size);
+        return word_set(b, size);
+    }
     void *b = mr_pools_alloc(pool, size + HDR, ALIGN);
     return b != NULL ? word_set(b, size) : NULL;
 }
 
-/* Frees block b of exact pool i.  Its last live block gives the pool's
- * blocks back (not thread-safe pools: the count is exact, and release must
- * not meet another call): SQLite's journal grows to the size of a
- * transaction and is freed whole at its end, and its memory should serve
- * the pages after, as the pool's empty chunks do (and malloc's).  A pool
- * of one block keeps it: a transaction that small would take it back
- * from upstream every time. */
-static void exact_free(unsigned i, void *b)
+/* Exact pool i's last live block was freed: it gives its blocks back (not
+ * thread-safe pools: the count is exact, and release must not meet another
+ * call).  SQLite's journal grows to the size of a transaction and is freed
+ * whole at its end, and its memory should serve the pages after, as the
+ * pool's empty chunks do (and malloc's).  A pool of one block keeps it: a
+ * transaction that small would take it back from upstream every time. */
+static MR_NOINLINE void exact_empty(unsigned i)
 {
     mr_objpool *op = exact_get(i);
-    mr_objpool_free(op, b);
-    if (exact_thread_safe || --exact_live[i] != 0)
-        return;
     mr_stats st;
     mr_objpool_stats(op, &st);
     if (st.held >= 2 * exact_per_block(mr_objpool_object_size(op)) * mr_objpool_object_size(op))
         mr_objpool_release(op);
 }
 
-static MR_NOINLINE void free_large(void *p, uint64_t w)
+/* A class (or direct) block above LARGE, or a COUNTED one. */
+static MR_NOINLINE void free_class(void *p, uint64_t w)
 {
-    unsigned i = (unsigned)(w >> EXACT_SHIFT);
-    if (i != 0) {
-        exact_free(i - 1, (char *)p - HDR);
-        return;
-    }
-    size_t s = (size_t)w + HDR;
-    count_block(s, -1);
-    mr_pools_free(pool, (char *)p - HDR, s, ALIGN);
+    count_out(w);
+    size_t s = (size_t)(uint32_t)w + HDR;
+    struct mri_pools_class *c = local_class(s);
+    if (c == NULL || !mri_pools_class_put(pool, c, (char *)p - HDR))
+        mr_pools_free(pool, (char *)p - HDR, s, ALIGN);
 }
 
-static inline void do_free(void *p)
+/* Block b of exact pool i, when mri_objpool_put could not take it. */
+static MR_NOINLINE void free_exact(unsigned i, void *b)
+{
+    mr_objpool_free(exact_get(i), b);
+    if (!exact_thread_safe && --exact_live[i] == 0)
+        exact_empty(i);
+}
+
+static MR_NOINLINE void free_large(void *p, uint64_t w)
+{
+    unsigned i = word_exact(w);
+    if (i == 0) {
+        free_class(p, w);
+        return;
+    }
+    void *b = (char *)p - HDR;
+    if (MR_UNLIKELY(!mri_objpool_put(exact_get(i - 1), b))) {
+        free_exact(i - 1, b);
+        return;
+    }
+    if (--exact_live[i - 1] == 0) /* put: the objpool is not thread-safe */
+        exact_empty(i - 1);
+}
+
+static inline void do_free(void *p, bool local)
 {
     uint64_t w = word_get(p);
-    if (MR_UNLIKELY(w > LARGE - HDR)) { /* a large size, or an exact pool's index */
+    if (MR_UNLIKELY(w > LARGE - HDR)) { /* a large size, an exact pool's index, COUNTED */
         free_large(p, w);
         return;
     }
-    mr_pools_free(pool, (char *)p - HDR, (size_t)w + HDR, ALIGN);
+    void *b = (char *)p - HDR;
+    if (!local || !mri_pools_class_put(pool, class_at((size_t)w), b))
+        mr_pools_free(pool, b, (size_t)w + HDR, ALIGN);
 }
 
 /* Either size above LARGE: the block stays when the new size belongs where
@@ -343,47 +489,54 @@ static inline void do_free(void *p)
 static MR_NOINLINE void *realloc_large(void *p, uint64_t w, size_t size)
 {
     size_t s = size + HDR;
-    size_t b = mr_pools_block_size(pool, s, ALIGN);
-    size_t e = exact_of(s, b);
-    unsigned i = (unsigned)(w >> EXACT_SHIFT);
+    size_t e = (s + 15) & ~(size_t)15;
+    unsigned i = word_exact(w);
     size_t old = (size_t)(uint32_t)w;
     if (i != 0) {
+        /* (an exact size is above LARGE: s is then too) */
         if (e == atomic_load_explicit(&exact_size[i - 1], memory_order_relaxed))
             return word_set((char *)p - HDR, size | (uint64_t)i << EXACT_SHIFT);
-    } else if (b != 0 && b == mr_pools_block_size(pool, old + HDR, ALIGN) && (e == 0 || exact_find(e) < 0)) {
-        /* the same class: mr_pools_realloc keeps the block (and moves the
-         * poisoned slack in ASan builds) */
+    } else if (mr_pools_block_size(pool, s, ALIGN) == mr_pools_block_size(pool, old + HDR, ALIGN) &&
+               exact_find(e) < 0) {
+        /* the same class (a class block: never 0): mr_pools_realloc keeps
+         * the block (and moves the poisoned slack in ASan builds) */
         void *q = mr_pools_realloc(pool, (char *)p - HDR, old + HDR, s, ALIGN);
         if (q == NULL)
             return NULL;
-        count_block(old + HDR, -1);
-        count_block(s, +1);
-        return word_set(q, size);
+        count_out(w);
+        return word_set(q, count_in(size, s));
     }
-    void *q = do_malloc(size);
+    void *q = do_malloc(size, false);
     if (q == NULL)
         return NULL; /* p is untouched */
     memcpy(q, p, old < size ? old : size);
-    do_free(p);
+    do_free(p, false);
     return q;
 }
 
-static void *x_malloc(int n)
-{
-    return do_malloc(n > 0 ? (size_t)n : 0);
-}
+/* SQLite asks for 1 to 0x7fffff00 bytes (sqlite3Malloc refuses the rest),
+ * and never frees or sizes NULL (its own methods would fault); an int
+ * below 0 would be taken as a size above 2 GiB and refused upstream. */
+static void *g_malloc(int n) { return do_malloc((unsigned)n, false); }
+static void *l_malloc(int n) { return do_malloc((unsigned)n, true); }
 
-static void x_free(void *p)
+static void g_free(void *p)
 {
     if (p != NULL)
-        do_free(p);
+        do_free(p, false);
+}
+
+static void l_free(void *p)
+{
+    if (p != NULL)
+        do_free(p, true);
 }
 
 static void *x_realloc(void *p, int n)
 {
     if (p == NULL)
-        return x_malloc(n);
-    size_t size = n > 0 ? (size_t)n : 0;
+        return g_malloc(n);
+    size_t size = (unsigned)n;
     uint64_t w = word_get(p);
     if (MR_UNLIKELY(w > LARGE - HDR || size > LARGE - HDR))
         return realloc_large(p, w, size);
@@ -410,13 +563,24 @@ static MR_NOINLINE int roundup_large(int n, size_t size)
 
 static int x_roundup(int n)
 {
-    size_t size = n > 0 ? (size_t)n : 0;
+    size_t size = (unsigned)n;
     if (MR_UNLIKELY(size > LARGE - HDR))
         return roundup_large(n, size);
-    size_t b = mr_pools_block_size(pool, size + HDR, ALIGN);
-    /* a direct request (0 < b = size + HDR) keeps its size; b - HDR fits an
-     * int whenever n did, as b <= largest class or b == size + HDR */
-    return b > HDR ? (int)(b - HDR) : n;
+    return roundup_tab[(size + HDR - 1) / 8];
+}
+
+/* Fills the tables for pool p.  roundup_tab[i]: the block of a request of
+ * up to 8 (i + 1) bytes with the word, less the word (a direct request's
+ * own size: more than n, which xRoundup may answer).  Local: class_off[i],
+ * its class (classes are multiples of 8: one for the 8 sizes). */
+static void tables_fill(mr_pools *p, bool local)
+{
+    classes = local ? mri_pools_classes(p) : NULL;
+    for (size_t i = 0; i < LARGE / 8; i++) {
+        size_t b = mr_pools_block_size(p, 8 * (i + 1), ALIGN);
+        roundup_tab[i] = (uint16_t)(b - HDR);
+        class_off[i] = local ? (uint16_t)(mri_pools_class_of(8 * (i + 1) - 1) * sizeof *classes) : 0;
+    }
 }
 
 static int x_init(void *app) { (void)app; return SQLITE_OK; }
@@ -429,22 +593,27 @@ static void x_shutdown(void *app)
     exact_drop();
 }
 
-/* The same behind the lock: a second table, so that the unlocked one tests
+/* The same behind the lock: other tables, so that the unlocked ones test
  * no flag. */
-static void *xl_malloc(int n)
-{
-    pthread_mutex_lock(&lock);
-    void *p = x_malloc(n);
-    pthread_mutex_unlock(&lock);
-    return p;
-}
-
-static void xl_free(void *p)
-{
-    pthread_mutex_lock(&lock);
-    x_free(p);
-    pthread_mutex_unlock(&lock);
-}
+#define LOCKED_MALLOC(name, f)                                                                                  \
+    static void *name(int n)                                                                                   \
+    {                                                                                                          \
+        pthread_mutex_lock(&lock);                                                                             \
+        void *p = f(n);                                                                                        \
+        pthread_mutex_unlock(&lock);                                                                           \
+        return p;                                                                                              \
+    }
+#define LOCKED_FREE(name, f)                                                                                    \
+    static void name(void *p)                                                                                  \
+    {                                                                                                          \
+        pthread_mutex_lock(&lock);                                                                             \
+        f(p);                                                                                                  \
+        pthread_mutex_unlock(&lock);                                                                           \
+    }
+LOCKED_MALLOC(gl_malloc, g_malloc)
+LOCKED_MALLOC(ll_malloc, l_malloc)
+LOCKED_FREE(gl_free, g_free)
+LOCKED_FREE(ll_free, l_free)
 
 static void *xl_realloc(void *p, int n)
 {
@@ -454,12 +623,15 @@ static void *xl_realloc(void *p, int n)
     return q;
 }
 
-static const sqlite3_mem_methods methods = {
-    x_malloc, x_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL,
+/* [local][locked] */
+static const sqlite3_mem_methods tables[2][2] = {
+    {{g_malloc, g_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL},
+     {gl_malloc, gl_free, xl_realloc, x_size, x_roundup, x_init, x_shutdown, NULL}},
+    {{l_malloc, l_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL},
+     {ll_malloc, ll_free, xl_realloc, x_size, x_roundup, x_init, x_shutdown, NULL}},
 };
-static const sqlite3_mem_methods methods_locked = {
-    xl_malloc, xl_free, xl_realloc, x_size, x_roundup, x_init, x_shutdown, NULL,
-};
+
+static bool ours(const sqlite3_mem_methods *m) { return m->xRoundup == x_roundup; }
 
 static int install(mr_pools *p, bool with_lock)
 {
@@ -469,17 +641,21 @@ static int install(mr_pools *p, bool with_lock)
     int rc = sqlite3_config(SQLITE_CONFIG_GETMALLOC, &old);
     if (rc != SQLITE_OK)
         return rc;
-    rc = sqlite3_config(SQLITE_CONFIG_MALLOC, with_lock ? &methods_locked : &methods);
+    mr_pools_options o;
+    mr_pools_get_options(p, &o);
+    /* the local methods' terms (mri_pools_class_take and _put): not
+     * thread-safe, and every request below LARGE pooled */
+    bool local = !o.thread_safe && o.largest_required_pool_block >= LARGE;
+    rc = sqlite3_config(SQLITE_CONFIG_MALLOC, &tables[local][with_lock]);
     if (rc != SQLITE_OK)
         return rc;
-    if (!have_previous && old.xMalloc != methods.xMalloc && old.xMalloc != methods_locked.xMalloc) {
+    if (!have_previous && !ours(&old)) {
         previous = old;
         have_previous = true;
     }
     exact_drop(); /* none after sqlite3_shutdown; any other were the old pool's */
-    mr_pools_options o;
-    mr_pools_get_options(p, &o);
     pool_max = o.largest_required_pool_block;
+    tables_fill(p, local);
     exact_thread_safe = o.thread_safe;
     pool = p;
     return SQLITE_OK;

@@ -17,7 +17,7 @@
  * in its high half, which exact pool holds the block, if one does): a
  * request of n bytes is a pool request of n + 8 with the result 8 bytes in,
  * aligned to 8 (what SQLite requires).  xRoundup answers with the whole
- * class (mr_pools_block_size, inline: no call), so SQLite, which rounds
+ * class (from a table filled by mr_pools_block_size), so SQLite, which rounds
  * every request before it allocates, uses the whole block and xSize is
  * exact.  xRealloc keeps the block when the new size is in the same class
  * (mr_pools_realloc).  Requests above the pools' largest class (SQLite's
@@ -34,8 +34,8 @@
  * SQLITE_CONFIG_MEMSTATUS off, xMalloc gets n itself and xSize says n), and
  * once the live blocks of one exact size waste 8 KiB in their class (74
  * blocks of 1040 bytes, 35 of 4368) that size gets a pool of its own (an
- * mr_objpool on mr_pools_resource(p): its blocks, about 64 KiB each, are
- * direct requests of p, in p's held).  Sizes asked for one at a time never
+ * mr_objpool on mr_pools_resource(p): its blocks, 256 KiB each whatever
+ * the size, are requests of p, in p's held).  Sizes asked for one at a time never
  * get one.  At most 4 exact sizes; blocks of a size from before its
  * promotion stay in their class until freed.  xRealloc keeps a block when
  * the new size has the same exact size (or the same class and no exact
@@ -44,16 +44,21 @@
  * frees its journal whole at the end of each transaction); thread-safe,
  * it keeps them until sqlite3_shutdown.  On the workload (memres-bench
  * --scenario sqlite, size 4000) the pool's peak held went from 36.4 to
- * 33.8 MiB (thread-safe pool: 37.7 to 35.4), peak RSS from 41.4 to 39.3 MiB
- * (40.5 thread-safe; malloc 37.8).
+ * 33.9 MiB (thread-safe pool: 37.7 to 35.5), peak RSS from 41.4 to 38.5 MiB
+ * (40.5 thread-safe; malloc 37.7).
  *
- * Costs.  A request of 1016 bytes or less pays one compare more than
- * without exact sizes, in xMalloc, xFree and xRoundup (27, 24 and 17
- * instructions when the pool's free list has a block).  A larger one goes
- * out of line: the class again, the exact sizes searched, and for a size
- * not promoted a compare-and-swap in the count table on malloc and on
- * free -- on the workload (17% of the requests) about 100 instructions
- * more a malloc + free, 0.3% of the program's (callgrind).
+ * Costs.  With a pool that is not thread-safe and classes up to at least
+ * 1 KiB (the default), a request of 1016 bytes or less is a table lookup
+ * and the class's free list, with none of mr_pools_alloc's checks (made
+ * once, here): 17 instructions in xMalloc and 16 in xFree to their return
+ * (gcc 12 -O2), and xRoundup reads a table.  A block of an exact pool is
+ * about 27 more each way; a larger request that has none pays the class
+ * lookup, and for an exact size not promoted a count on malloc and on free.
+ * On the workload (callgrind, memres-bench --quick) xMalloc + xFree average
+ * 46 instructions, against 96 for SQLite's own methods over mimalloc (its
+ * 8-byte header included) and 193 over glibc.  A thread-safe pool, or one
+ * whose classes stop below 1 KiB, goes through mr_pools_alloc and
+ * mr_pools_free.
  *
  * Threads.  SQLite calls its allocator from every thread that uses it.
  * Given a thread-safe pool (mr_pools_options.thread_safe: the recommended
@@ -65,8 +70,8 @@
  * and xRoundup take none (they read the block's word and the pool's fixed
  * class table).  The mutex
  * (uncontended pthread lock and unlock, twice) costs about 220 instructions
- * per malloc + free under callgrind, three times the unlocked allocator's
- * ~70, though little wall time on the project's workload (docs/BENCHMARKS.md,
+ * per malloc + free under callgrind, five times the unlocked allocator's
+ * ~46, though little wall time on the project's workload (docs/BENCHMARKS.md,
  * the sqlite scenario).  A program that uses SQLite from one thread only can
  * call mr_sqlite_install_singlethread instead: it sets SQLite's threading
  * mode to SQLITE_CONFIG_SINGLETHREAD (no mutex anywhere in SQLite) and
