@@ -131,9 +131,12 @@ static size_t exact_live[EXACT_MAX];
 static uint16_t roundup_tab[LARGE / 8];
 /* The local methods' classes (see "the methods"): the pool's class array,
  * and per entry as roundup_tab's the byte offset in it of the class of the
- * request. */
+ * request -- for a thread-safe pool, in a thread's slots of the pool (whose
+ * id and link key are tc_id and tc_key; classes stays NULL). */
 static struct mri_pools_class *classes;
 static uint16_t class_off[LARGE / 8];
+static uint64_t tc_id;
+static uintptr_t tc_key;
 
 static inline uint64_t word_get(const void *user)
 {
@@ -293,17 +296,20 @@ static void exact_drop(void)
 
 /* ---- the methods ---- */
 
-/* Two kinds of table.  A pool that is not thread-safe and whose classes
- * reach LARGE (the single-thread install, and the locked one under `lock`)
- * gets the local methods: below LARGE they pop and push the class lists
- * with mri_pools_class_take / mri_pools_class_put, with none of the
+/* Three ways below LARGE (enum way), each its own tables.  A pool that is
+ * not thread-safe and whose classes reach LARGE (the single-thread install,
+ * and the locked one under `lock`) goes LOCAL: the class lists popped and
+ * pushed with mri_pools_class_take / mri_pools_class_put, with none of the
  * checks that mr_pools_alloc and mr_pools_free make on every call (install
- * checked them once).  Any other pool gets the general ones (mr_pools_alloc
- * and mr_pools_free: a thread-safe pool's caches, a small pool's direct
- * blocks).  Above LARGE, and for resizes, both share one path, which takes
- * the local way where it can (classes set: local_class; an exact pool's
- * block by mri_objpool_take / mri_objpool_put, which fail over to the
- * general calls for a thread-safe objpool). */
+ * checked them once).  A thread-safe one whose classes reach LARGE goes
+ * THREAD: the calling thread's slot of the class, mri_tc_take / mri_tc_put,
+ * the rest (a thread's first call, an empty slot) by mr_pools_alloc /
+ * mr_pools_free.  A pool whose classes stop below LARGE goes GENERAL, by
+ * mr_pools_alloc and mr_pools_free (direct blocks among them).  Above
+ * LARGE, and for resizes, all share one path, which takes the local way
+ * where it can (classes set: local_class; an exact pool's block by
+ * mri_objpool_take / mri_objpool_put, which fail over to the general calls
+ * for a thread-safe objpool). */
 
 /* A request of size bytes of exact size e whose live blocks now waste
  * enough: e gets a pool (promote) and the block comes from it; NULL when
@@ -408,18 +414,54 @@ static inline struct mri_pools_class *class_at(size_t size)
     return (struct mri_pools_class *)(void *)((char *)classes + class_off[(size + HDR - 1) / 8]);
 }
 
-static inline void *do_malloc(size_t size, bool local)
+/* The calling thread's slot of the thread-safe pool for a request of size
+ * <= LARGE - HDR bytes; NULL when the thread has no cache of the pool yet
+ * (or another pool took its table entry), and in checked builds. */
+static inline struct mri_tc_slot *slot_at(size_t size)
+{
+#if !MR_CHECKED
+    struct mri_tc_entry *e = mri_tc_entry_of(tc_id);
+    if (MR_LIKELY(e->id == tc_id))
+        return (struct mri_tc_slot *)(void *)((char *)e->slots + class_off[(size + HDR - 1) / 8]);
+#else
+    (void)size;
+#endif
+    return NULL;
+}
+
+/* Below LARGE, a thread-safe pool's request the thread's cache could not
+ * serve: the pool's general path. */
+static MR_NOINLINE void *malloc_general(size_t size)
+{
+    void *b = mr_pools_alloc(pool, size + HDR, ALIGN);
+    return b != NULL ? word_set(b, size) : NULL;
+}
+
+/* How the methods reach the pool below LARGE: */
+enum way {
+    GENERAL, /* mr_pools_alloc / mr_pools_free */
+    LOCAL,   /* an unsynchronised pool's class, mri_pools_class_take / _put */
+    THREAD   /* a thread-safe pool's slot in this thread's cache, mri_tc_take / _put */
+};
+
+static inline void *do_malloc(size_t size, enum way way)
 {
     if (MR_UNLIKELY(size > LARGE - HDR))
         return malloc_large(size);
-    if (local) {
+    if (way == LOCAL) {
         void *b = mri_pools_class_take(pool, class_at(size));
         if (MR_UNLIKELY(b == NULL))
             return malloc_refill(size);
         return word_set(b, size);
     }
-    void *b = mr_pools_alloc(pool, size + HDR, ALIGN);
-    return b != NULL ? word_set(b, size) : NULL;
+    if (way == THREAD) {
+        struct mri_tc_slot *sl = slot_at(size);
+        void *b = sl != NULL ? mri_tc_take(sl, tc_key) : NULL;
+        if (MR_UNLIKELY(b == NULL))
+            return malloc_general(size);
+        return word_set(b, size);
+    }
+    return malloc_general(size);
 }
 
 /* Exact pool i's last live block was freed: it gives its blocks back (not
@@ -471,7 +513,7 @@ static MR_NOINLINE void free_large(void *p, uint64_t w)
         exact_empty(i - 1);
 }
 
-static inline void do_free(void *p, bool local)
+static inline void do_free(void *p, enum way way)
 {
     uint64_t w = word_get(p);
     if (MR_UNLIKELY(w > LARGE - HDR)) { /* a large size, an exact pool's index, COUNTED */
@@ -479,8 +521,14 @@ static inline void do_free(void *p, bool local)
         return;
     }
     void *b = (char *)p - HDR;
-    if (!local || !mri_pools_class_put(pool, class_at((size_t)w), b))
-        mr_pools_free(pool, b, (size_t)w + HDR, ALIGN);
+    if (way == LOCAL && mri_pools_class_put(pool, class_at((size_t)w), b))
+        return;
+    if (way == THREAD) {
+        struct mri_tc_slot *sl = slot_at((size_t)w);
+        if (sl != NULL && mri_tc_put(sl, b, tc_key))
+            return;
+    }
+    mr_pools_free(pool, b, (size_t)w + HDR, ALIGN);
 }
 
 /* Either size above LARGE: the block stays when the new size belongs where
@@ -506,30 +554,37 @@ static MR_NOINLINE void *realloc_large(void *p, uint64_t w, size_t size)
         count_out(w);
         return word_set(q, count_in(size, s));
     }
-    void *q = do_malloc(size, false);
+    void *q = do_malloc(size, GENERAL);
     if (q == NULL)
         return NULL; /* p is untouched */
     memcpy(q, p, old < size ? old : size);
-    do_free(p, false);
+    do_free(p, GENERAL);
     return q;
 }
 
 /* SQLite asks for 1 to 0x7fffff00 bytes (sqlite3Malloc refuses the rest),
  * and never frees or sizes NULL (its own methods would fault); an int
  * below 0 would be taken as a size above 2 GiB and refused upstream. */
-static void *g_malloc(int n) { return do_malloc((unsigned)n, false); }
-static void *l_malloc(int n) { return do_malloc((unsigned)n, true); }
+static void *g_malloc(int n) { return do_malloc((unsigned)n, GENERAL); }
+static void *l_malloc(int n) { return do_malloc((unsigned)n, LOCAL); }
+static void *t_malloc(int n) { return do_malloc((unsigned)n, THREAD); }
 
 static void g_free(void *p)
 {
     if (p != NULL)
-        do_free(p, false);
+        do_free(p, GENERAL);
 }
 
 static void l_free(void *p)
 {
     if (p != NULL)
-        do_free(p, true);
+        do_free(p, LOCAL);
+}
+
+static void t_free(void *p)
+{
+    if (p != NULL)
+        do_free(p, THREAD);
 }
 
 static void *x_realloc(void *p, int n)
@@ -573,13 +628,19 @@ static int x_roundup(int n)
  * up to 8 (i + 1) bytes with the word, less the word (a direct request's
  * own size: more than n, which xRoundup may answer).  Local: class_off[i],
  * its class (classes are multiples of 8: one for the 8 sizes). */
-static void tables_fill(mr_pools *p, bool local)
+static void tables_fill(mr_pools *p, enum way way)
 {
-    classes = local ? mri_pools_classes(p) : NULL;
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    classes = way == LOCAL ? mri_pools_classes(p) : NULL;
+    tc_id = way == THREAD ? h->tc_id : 0;
+    tc_key = h->key;
     for (size_t i = 0; i < LARGE / 8; i++) {
-        size_t b = mr_pools_block_size(p, 8 * (i + 1), ALIGN);
+        size_t x = 8 * (i + 1) - 1;
+        size_t b = mr_pools_block_size(p, x + 1, ALIGN);
         roundup_tab[i] = (uint16_t)(b - HDR);
-        class_off[i] = local ? (uint16_t)(mri_pools_class_of(8 * (i + 1) - 1) * sizeof *classes) : 0;
+        class_off[i] = way == LOCAL    ? (uint16_t)(mri_pools_class_of(x) * sizeof(struct mri_pools_class))
+                       : way == THREAD ? (uint16_t)(mri_pools_class_of(mri_pools_ts_of(x)) * sizeof(struct mri_tc_slot))
+                                       : 0;
     }
 }
 
@@ -623,12 +684,14 @@ static void *xl_realloc(void *p, int n)
     return q;
 }
 
-/* [local][locked] */
-static const sqlite3_mem_methods tables[2][2] = {
-    {{g_malloc, g_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL},
-     {gl_malloc, gl_free, xl_realloc, x_size, x_roundup, x_init, x_shutdown, NULL}},
-    {{l_malloc, l_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL},
-     {ll_malloc, ll_free, xl_realloc, x_size, x_roundup, x_init, x_shutdown, NULL}},
+/* [way][locked] (a thread-safe pool is never locked) */
+static const sqlite3_mem_methods tables[3][2] = {
+    [GENERAL] = {{g_malloc, g_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL},
+                 {gl_malloc, gl_free, xl_realloc, x_size, x_roundup, x_init, x_shutdown, NULL}},
+    [LOCAL] = {{l_malloc, l_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL},
+               {ll_malloc, ll_free, xl_realloc, x_size, x_roundup, x_init, x_shutdown, NULL}},
+    [THREAD] = {{t_malloc, t_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL},
+                {t_malloc, t_free, x_realloc, x_size, x_roundup, x_init, x_shutdown, NULL}},
 };
 
 static bool ours(const sqlite3_mem_methods *m) { return m->xRoundup == x_roundup; }
@@ -643,10 +706,9 @@ static int install(mr_pools *p, bool with_lock)
         return rc;
     mr_pools_options o;
     mr_pools_get_options(p, &o);
-    /* the local methods' terms (mri_pools_class_take and _put): not
-     * thread-safe, and every request below LARGE pooled */
-    bool local = !o.thread_safe && o.largest_required_pool_block >= LARGE;
-    rc = sqlite3_config(SQLITE_CONFIG_MALLOC, &tables[local][with_lock]);
+    /* the local and thread ways' terms: every request below LARGE pooled */
+    enum way way = o.largest_required_pool_block < LARGE ? GENERAL : o.thread_safe ? THREAD : LOCAL;
+    rc = sqlite3_config(SQLITE_CONFIG_MALLOC, &tables[way][with_lock]);
     if (rc != SQLITE_OK)
         return rc;
     if (!have_previous && !ours(&old)) {
@@ -655,7 +717,7 @@ static int install(mr_pools *p, bool with_lock)
     }
     exact_drop(); /* none after sqlite3_shutdown; any other were the old pool's */
     pool_max = o.largest_required_pool_block;
-    tables_fill(p, local);
+    tables_fill(p, way);
     exact_thread_safe = o.thread_safe;
     pool = p;
     return SQLITE_OK;

@@ -56,9 +56,10 @@
  * lookup, and for an exact size not promoted a count on malloc and on free.
  * On the workload (callgrind, memres-bench --quick) xMalloc + xFree average
  * 46 instructions, against 96 for SQLite's own methods over mimalloc (its
- * 8-byte header included) and 193 over glibc.  A thread-safe pool, or one
- * whose classes stop below 1 KiB, goes through mr_pools_alloc and
- * mr_pools_free.
+ * 8-byte header included) and 193 over glibc.  A thread-safe pool takes
+ * the calling thread's cache of the class the same way (29 instructions to
+ * xMalloc's return; 82 a malloc + free on the workload); one whose classes
+ * stop below 1 KiB goes through mr_pools_alloc and mr_pools_free.
  *
  * Threads.  SQLite calls its allocator from every thread that uses it.
  * Given a thread-safe pool (mr_pools_options.thread_safe: the recommended
