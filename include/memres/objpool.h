@@ -160,6 +160,44 @@ static inline bool mri_objpool_put(mr_objpool *p, void *obj)
     return false;
 }
 
+/* Private: the thread-safe part of mr_objpool_alloc: an object from the
+ * calling thread's cache of p, else NULL -- p not thread-safe, the thread's
+ * first call, an empty cache, a checked build (the caller then calls
+ * mri_objpool_alloc_slow or mr_objpool_alloc). */
+static inline void *mri_objpool_tc_take(mr_objpool *p)
+{
+#if !MR_CHECKED
+    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
+    if (h->tc_id != 0) { /* thread-safe: this thread's cache of the pool */
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id))
+            return mri_tc_take(&e->slots[0], h->key);
+    }
+#else
+    (void)p;
+#endif
+    return NULL;
+}
+
+/* Private: the thread-safe part of mr_objpool_free: true when obj went to
+ * the calling thread's cache of p; false when p is not thread-safe, obj is
+ * NULL, the thread has no cache of p, its list is full, and in checked
+ * builds. */
+static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
+{
+#if !MR_CHECKED
+    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
+    if (h->tc_id != 0 && obj != NULL) {
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key)))
+            return true;
+    }
+#else
+    (void)p, (void)obj;
+#endif
+    return false;
+}
+
 /* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
  * pool's alignment, uninitialised).  Failure: NULL, errno = ENOMEM, nothing
  * changed.  The object lives until it is freed, or the pool is reset,
@@ -168,18 +206,12 @@ static inline bool mri_objpool_put(mr_objpool *p, void *obj)
 static inline void *mr_objpool_alloc(mr_objpool *p)
 {
 #if !MR_CHECKED
-    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
     void *obj = mri_objpool_take(p);
     if (MR_LIKELY(obj != NULL))
         return obj;
-    if (h->tc_id != 0) { /* thread-safe: this thread's cache of the pool */
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
-        if (MR_LIKELY(e->id == h->tc_id)) {
-            obj = mri_tc_take(&e->slots[0], h->key);
-            if (MR_LIKELY(obj != NULL))
-                return obj;
-        }
-    }
+    obj = mri_objpool_tc_take(p);
+    if (MR_LIKELY(obj != NULL))
+        return obj;
 #endif
     return mri_objpool_alloc_slow(p);
 }
@@ -192,14 +224,10 @@ static inline void *mr_objpool_alloc(mr_objpool *p)
 static inline void mr_objpool_free(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
-    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
     if (MR_LIKELY(mri_objpool_put(p, obj)))
         return;
-    if (h->tc_id != 0 && obj != NULL) {
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
-        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key)))
-            return;
-    }
+    if (mri_objpool_tc_put(p, obj))
+        return;
 #endif
     mri_objpool_free_slow(p, obj);
 }

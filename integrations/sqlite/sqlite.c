@@ -392,10 +392,12 @@ static MR_NOINLINE void *malloc_large(size_t size)
     unsigned k = atomic_load_explicit(&exact_n, memory_order_acquire);
     for (unsigned i = 0; i < k; i++)
         if (atomic_load_explicit(&exact_size[i], memory_order_relaxed) == e) {
-            void *q = mri_objpool_take(exact_get(i));
-            if (MR_UNLIKELY(q == NULL))
+            mr_objpool *op = exact_get(i);
+            void *q = mri_objpool_take(op);
+            if (MR_LIKELY(q != NULL))
+                exact_live[i]++; /* taken: the objpool is not thread-safe */
+            else if ((q = mri_objpool_tc_take(op)) == NULL) /* thread-safe: this thread's cache */
                 return malloc_exact(size, i);
-            exact_live[i]++; /* taken: the objpool is not thread-safe */
             return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
         }
     return malloc_class(size, k < EXACT_MAX);
@@ -505,12 +507,14 @@ static MR_NOINLINE void free_large(void *p, uint64_t w)
         return;
     }
     void *b = (char *)p - HDR;
-    if (MR_UNLIKELY(!mri_objpool_put(exact_get(i - 1), b))) {
-        free_exact(i - 1, b);
+    mr_objpool *op = exact_get(i - 1);
+    if (MR_LIKELY(mri_objpool_put(op, b))) {
+        if (--exact_live[i - 1] == 0) /* put: the objpool is not thread-safe */
+            exact_empty(i - 1);
         return;
     }
-    if (--exact_live[i - 1] == 0) /* put: the objpool is not thread-safe */
-        exact_empty(i - 1);
+    if (!mri_objpool_tc_put(op, b)) /* thread-safe: this thread's cache, no count */
+        free_exact(i - 1, b);
 }
 
 static inline void do_free(void *p, enum way way)
