@@ -49,8 +49,9 @@
  * line.
  *
  * Threads.  The table and the published sizes are C11 atomics (a
- * compare-and-swap per count, only on the large, wasteful, unpromoted
- * path); promotion takes promote_lock and publishes pool then size then
+ * compare-and-swap per count with a thread-safe pool, only on the large,
+ * wasteful, unpromoted path; plain loads and stores of the size's home
+ * slot when one thread at a time calls); promotion takes promote_lock and publishes pool then size then
  * exact_n with release stores, so a reader that sees exact_n sees the rest
  * (and a block's word says i only after pool i was seen).  Exact objpools
  * are thread-safe exactly when the pool is: in the locked mode every pool
@@ -123,7 +124,7 @@ static _Atomic(unsigned) exact_n; /* published: exact_pool/size[0..exact_n) */
 static _Atomic(uint64_t) cands[CANDS];
 /* Live blocks per exact pool, kept when the pool is not thread-safe (under
  * `lock`, or one thread): an exact pool whose last block is freed gives its
- * blocks back (exact_free), for other sizes to use. */
+ * blocks back (exact_empty), for other sizes to use. */
 static size_t exact_live[EXACT_MAX];
 /* xRoundup below LARGE: the block a request of up to 8 (i + 1) bytes with
  * the word gets, less the word (class blocks are multiples of 8, so one
@@ -308,8 +309,8 @@ static void exact_drop(void)
  * mr_pools_alloc and mr_pools_free (direct blocks among them).  Above
  * LARGE, and for resizes, all share one path, which takes the local way
  * where it can (classes set: local_class; an exact pool's block by
- * mri_objpool_take / mri_objpool_put, which fail over to the general calls
- * for a thread-safe objpool). */
+ * mri_objpool_take / mri_objpool_put, or for a thread-safe objpool by
+ * mri_objpool_tc_take / mri_objpool_tc_put, then the general calls). */
 
 /* A request of size bytes of exact size e whose live blocks now waste
  * enough: e gets a pool (promote) and the block comes from it; NULL when
