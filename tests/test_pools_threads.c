@@ -1385,6 +1385,16 @@ static void test_fork_while_threads_allocate(void **state)
     printf("# skipped under ASan: its allocator is not fork-safe while other threads allocate\n");
     skip();
 #endif
+#if MR_VALGRIND
+    /* memcheck checks each forked child for leaks when it exits: a block a
+     * worker of the parent had just taken, its address then only in that
+     * thread's registers, is "definitely lost" in the child, where the
+     * thread does not exist, and the child's status becomes the error exit
+     * code -- a property of fork, not of the pools (seen once in CI: a
+     * 125 KiB direct block, 1 child of 5).  Run in the other builds. */
+    printf("# skipped under Valgrind: a block in flight in a parent's thread is a leak in the child\n");
+    skip();
+#endif
     /* the malloc resource: the upstream must itself survive fork (the
      * locked front's mutex has no fork handler) */
     tpool t = tp_create_pools(NULL);
