@@ -155,6 +155,9 @@ static inline void *word_set(void *block, uint64_t w)
 /* The exact pool a word names (1 + its index), 0: none. */
 static inline unsigned word_exact(uint64_t w) { return (unsigned)(w >> EXACT_SHIFT & EXACT_MASK); }
 
+/* The word of a block of size bytes of exact pool i. */
+static inline uint64_t exact_word(size_t size, unsigned i) { return size | (uint64_t)(i + 1) << EXACT_SHIFT; }
+
 /* ---- exact sizes ---- */
 
 /* The exact size of a pool request of s bytes whose block is b bytes: s
@@ -327,7 +330,7 @@ static MR_NOINLINE void *malloc_promoted(size_t size, size_t e)
         return NULL;
     if (!exact_thread_safe)
         exact_live[i]++;
-    return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
+    return word_set(q, exact_word(size, (unsigned)i));
 }
 
 /* The class of a pool request of s > LARGE bytes for the local methods;
@@ -384,14 +387,14 @@ static MR_NOINLINE void *malloc_exact(size_t size, unsigned i)
         return malloc_class(size, false);
     if (!exact_thread_safe)
         exact_live[i]++;
-    return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
+    return word_set(q, exact_word(size, i));
 }
 
 static MR_NOINLINE void *malloc_large(size_t size)
 {
     size_t e = (size + HDR + 15) & ~(size_t)15;
     unsigned k = atomic_load_explicit(&exact_n, memory_order_acquire);
-    for (unsigned i = 0; i < k; i++)
+    for (unsigned i = 0; i < k; i++) /* exact_find, keeping k for the miss */
         if (atomic_load_explicit(&exact_size[i], memory_order_relaxed) == e) {
             mr_objpool *op = exact_get(i);
             void *q = mri_objpool_take(op);
@@ -399,16 +402,9 @@ static MR_NOINLINE void *malloc_large(size_t size)
                 exact_live[i]++; /* taken: the objpool is not thread-safe */
             else if ((q = mri_objpool_tc_take(op)) == NULL) /* thread-safe: this thread's cache */
                 return malloc_exact(size, i);
-            return word_set(q, size | (uint64_t)(i + 1) << EXACT_SHIFT);
+            return word_set(q, exact_word(size, i));
         }
     return malloc_class(size, k < EXACT_MAX);
-}
-
-/* Below LARGE, when the class had no block at hand: the pool's slow path. */
-static MR_NOINLINE void *malloc_refill(size_t size)
-{
-    void *b = mri_pools_alloc_slow(pool, size + HDR, ALIGN);
-    return b != NULL ? word_set(b, size) : NULL;
 }
 
 /* The class of a local request of size <= LARGE - HDR bytes. */
@@ -432,8 +428,8 @@ static inline struct mri_tc_slot *slot_at(size_t size)
     return NULL;
 }
 
-/* Below LARGE, a thread-safe pool's request the thread's cache could not
- * serve: the pool's general path. */
+/* Below LARGE, by the pool's general path: the GENERAL way, and the
+ * others when the class or the thread's slot had no block at hand. */
 static MR_NOINLINE void *malloc_general(size_t size)
 {
     void *b = mr_pools_alloc(pool, size + HDR, ALIGN);
@@ -451,20 +447,17 @@ static inline void *do_malloc(size_t size, enum way way)
 {
     if (MR_UNLIKELY(size > LARGE - HDR))
         return malloc_large(size);
+    void *b = NULL;
     if (way == LOCAL) {
-        void *b = mri_pools_class_take(pool, class_at(size));
-        if (MR_UNLIKELY(b == NULL))
-            return malloc_refill(size);
-        return word_set(b, size);
-    }
-    if (way == THREAD) {
+        b = mri_pools_class_take(pool, class_at(size));
+    } else if (way == THREAD) {
         struct mri_tc_slot *sl = slot_at(size);
-        void *b = sl != NULL ? mri_tc_take(sl, tc_key) : NULL;
-        if (MR_UNLIKELY(b == NULL))
-            return malloc_general(size);
-        return word_set(b, size);
+        if (sl != NULL)
+            b = mri_tc_take(sl, tc_key);
     }
-    return malloc_general(size);
+    if (MR_UNLIKELY(b == NULL))
+        return malloc_general(size);
+    return word_set(b, size);
 }
 
 /* Exact pool i's last live block was freed: it gives its blocks back (not
@@ -548,7 +541,7 @@ static MR_NOINLINE void *realloc_large(void *p, uint64_t w, size_t size)
     if (i != 0) {
         /* (an exact size is above LARGE: s is then too) */
         if (e == atomic_load_explicit(&exact_size[i - 1], memory_order_relaxed))
-            return word_set((char *)p - HDR, size | (uint64_t)i << EXACT_SHIFT);
+            return word_set((char *)p - HDR, exact_word(size, i - 1));
     } else if (mr_pools_block_size(pool, s, ALIGN) == mr_pools_block_size(pool, old + HDR, ALIGN) &&
                exact_find(e) < 0) {
         /* the same class (a class block: never 0): mr_pools_realloc keeps
