@@ -22,7 +22,10 @@
  *   back (at once, unless thread-safe; at sqlite3_shutdown).  Then four
  *   threads (memstatus off: SQLite takes no lock around the allocator) race
  *   eight exact sizes for the four exact pools, on the locked and the
- *   thread-safe installs, and free each other's blocks.
+ *   thread-safe installs, and free each other's blocks; and race eight
+ *   small sizes (150 rounds of 240 blocks each) on the locked, thread-safe
+ *   and small-pool installs: on the locked ones every call takes the
+ *   integration's lock, contended.
  * test_sqlite --sweep WORKLOAD.sql
  *   The fault sweep: for N = 1, 2, ... the pools' Nth upstream request fails
  *   (mr_failing); the workload (size 60) runs statement by statement, and
@@ -283,11 +286,18 @@ static void exact_sizes(int m, bool memstatus)
 
 /* Eight sizes whose classes waste more than 1/32 (exact sizes), for four
  * exact pools. */
+/* Two sets of 8 sizes the threads cycle through: SQLite's big blocks (exact
+ * sizes and their classes), and small ones (the class tables and, on the
+ * locked installs, many short turns of the lock: contended, with threads
+ * that spin and sleep on it). */
 static const int xt_sizes[8] = {1024, 1160, 2056, 2400, 3100, 4096, 4360, 5200};
-enum { XT_THREADS = 4, XT_ROUNDS = 12, XT_BLOCKS = 240 };
+static const int xt_small[8] = {8, 24, 40, 100, 200, 360, 700, 1000};
+enum { XT_THREADS = 4, XT_ROUNDS = 12, XT_SMALL_ROUNDS = 150, XT_BLOCKS = 240 };
 
 typedef struct xt_arg {
     unsigned id;
+    const int *sizes; /* 8 of them */
+    int rounds;
     void *keep[XT_BLOCKS]; /* the last round's blocks, freed by main */
     int kept[XT_BLOCKS];
     int bad; /* no CHECK in a thread: itest's counter is not atomic */
@@ -298,9 +308,9 @@ static void *xt_main(void *arg)
     xt_arg *x = arg;
     void *b[XT_BLOCKS];
     int n[XT_BLOCKS];
-    for (int r = 0; r < XT_ROUNDS; r++) {
+    for (int r = 0; r < x->rounds; r++) {
         for (int i = 0; i < XT_BLOCKS; i++) {
-            n[i] = xt_sizes[(unsigned)i % 8];
+            n[i] = x->sizes[(unsigned)i % 8];
             b[i] = sqlite3_malloc(n[i]);
             if (b[i] == NULL) {
                 x->bad++;
@@ -312,7 +322,7 @@ static void *xt_main(void *arg)
         for (int i = 0; i < XT_BLOCKS; i += 5) { /* resize some to another exact size */
             if (b[i] == NULL)
                 continue;
-            int nn = xt_sizes[(unsigned)(i + r + 1) % 8];
+            int nn = x->sizes[(unsigned)(i + r + 1) % 8];
             void *q = sqlite3_realloc(b[i], nn);
             if (q == NULL) {
                 x->bad++;
@@ -327,7 +337,7 @@ static void *xt_main(void *arg)
         for (int i = 0; i < XT_BLOCKS; i++) {
             if (b[i] != NULL && !filled(b[i], (size_t)n[i], x->id * 7919u + (unsigned)i))
                 x->bad++;
-            if (r + 1 < XT_ROUNDS) {
+            if (r + 1 < x->rounds) {
                 sqlite3_free(b[i]);
             } else {
                 x->keep[i] = b[i];
@@ -338,10 +348,14 @@ static void *xt_main(void *arg)
     return NULL;
 }
 
-static void exact_threads(int m)
+/* XT_THREADS threads allocate, resize, check and free blocks of the 8
+ * sizes (big: xt_sizes, else xt_small) on mode m's install, with SQLite
+ * taking no lock of its own; the last round's blocks are checked and freed
+ * by this thread. */
+static void threads_race(int m, bool big)
 {
     char what[160];
-    snprintf(what, sizeof what, "%s, exact sizes, %d threads", modes[m], XT_THREADS);
+    snprintf(what, sizeof what, "%s, %s sizes, %d threads", modes[m], big ? "exact" : "small", XT_THREADS);
     /* memstatus off: SQLite takes no mutex around xMalloc and xFree */
     CHECK(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK, "%s: SQLITE_CONFIG_MEMSTATUS", what);
     stack_mode(m);
@@ -351,7 +365,8 @@ static void exact_threads(int m)
     static xt_arg args[XT_THREADS];
     pthread_t t[XT_THREADS];
     for (unsigned i = 0; i < XT_THREADS; i++) {
-        args[i] = (xt_arg){.id = i};
+        args[i] = (xt_arg){
+            .id = i, .sizes = big ? xt_sizes : xt_small, .rounds = big ? XT_ROUNDS : XT_SMALL_ROUNDS};
         CHECK(pthread_create(&t[i], NULL, xt_main, &args[i]) == 0, "pthread_create");
     }
     for (unsigned i = 0; i < XT_THREADS; i++)
@@ -367,8 +382,8 @@ static void exact_threads(int m)
     }
     CHECK(bad == 0, "%s: %d blocks NULL or changed", what, bad);
     CHECK(mr_pools_check(s.p), "%s: mr_pools_check", what);
-    printf("%s: %d blocks of 8 exact sizes, resized and freed across threads\n", what,
-           XT_THREADS * XT_ROUNDS * XT_BLOCKS);
+    printf("%s: %d blocks of 8 sizes, resized and freed across threads\n", what,
+           XT_THREADS * args[0].rounds * XT_BLOCKS);
     CHECK(sqlite3_shutdown() == SQLITE_OK, "%s: shutdown", what);
     stack_done(s, what);
     CHECK(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 1) == SQLITE_OK, "%s: SQLITE_CONFIG_MEMSTATUS", what);
@@ -434,7 +449,9 @@ static void identical(const char *path, const char *dir)
             exact_sizes(m, false);
         }
         if (m < 2)
-            exact_threads(m);
+            threads_race(m, true);
+        if (m < 3)
+            threads_race(m, false);
     }
     CHECK(mr_sqlite_uninstall() == SQLITE_OK, "uninstall");
     CHECK(mr_sqlite_uninstall() == SQLITE_MISUSE, "second uninstall: SQLITE_MISUSE");
