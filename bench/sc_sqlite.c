@@ -10,7 +10,7 @@
  *                               mimalloc, tcmalloc by the harness)
  *   memres pools               mr_sqlite_install over mr_pools_create(NULL):
  *                               SQLite serialized as Debian builds it, the
- *                               pools behind the integration's mutex
+ *                               pools behind the integration's lock
  *   memres pools, single-thread mr_sqlite_install_singlethread: no lock in
  *                               SQLite or the pools
  *   memres pools, thread-safe   mr_sqlite_install over a thread-safe pool:

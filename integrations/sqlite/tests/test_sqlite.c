@@ -6,8 +6,8 @@
  *   Runs the workload (size 1000) on a :memory: database and on a file
  *   database in DIR, first with SQLite's own allocator, then on memres
  *   pools installed with mr_sqlite_install (SQLite's threading mode as
- *   compiled: the pools behind a mutex), on a thread-safe pool installed
- *   with mr_sqlite_install (no mutex of ours), then with
+ *   compiled: the pools behind a lock), on a thread-safe pool installed
+ *   with mr_sqlite_install (no lock of ours), then with
  *   mr_sqlite_install_singlethread.  Every query's rows must be identical;
  *   after sqlite3_close sqlite3_memory_used() is 0, after sqlite3_shutdown
  *   the pools hold no live block, and after mr_pools_destroy nothing is
