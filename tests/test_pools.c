@@ -144,6 +144,33 @@ static void test_class_rounding(void **state)
     destroy_checked(p);
 }
 
+/* The class the allocation paths compute (a table below 1 KiB, a bit scan
+ * above) is the one mr_pools_block_size answers, for every pooled size: a
+ * block resized to its block size stays, one byte more (the next class)
+ * moves, and the pool stays consistent. */
+static void test_class_of_matches_block_size(void **state)
+{
+    mrt_upstream *u = *state;
+    mr_pools *p = make(u, 0, 0);
+    for (size_t size = 1; size <= 64 * KiB; size++) {
+        size_t b = mr_pools_block_size(p, size, 8);
+        void *q = mr_pools_alloc(p, size, 8);
+        assert_non_null(q);
+        if (mr_pools_realloc(p, q, size, b, 8) != q)
+            fail_msg("size %zu: resized to its block %zu, it moved", size, b);
+        if (b < 64 * KiB) {
+            void *r = mr_pools_realloc(p, q, b, b + 1, 8);
+            if (r == NULL || r == q)
+                fail_msg("size %zu: resized to %zu, past its block %zu, it stayed", size, b + 1, b);
+            mr_pools_free(p, r, b + 1, 8);
+        } else {
+            mr_pools_free(p, q, b, 8);
+        }
+    }
+    assert_int_equal(stats_of(p).in_use, 0);
+    destroy_checked(p);
+}
+
 /* mr_pools_realloc: in place within a class, moved (bytes kept) across
  * classes and to and from direct blocks, NULL, bad alignment, and a failed
  * move that leaves the block as it was. */
@@ -934,6 +961,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         mrt_unit_test(test_class_rounding),
+        mrt_unit_test(test_class_of_matches_block_size),
         mrt_unit_test(test_resize),
         mrt_unit_test(test_alignment),
         mrt_unit_test(test_reuse_without_upstream),

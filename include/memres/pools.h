@@ -192,16 +192,30 @@ struct mri_pools_hot {
 };
 
 /* Private: the class of a request of x + 1 bytes (1 <= x + 1 <= 2^62),
- * x as mri_pools_x makes it.  Classes 0..31 are 8..256: x >> 3, one shift
- * for the small requests that dominate (the same branch as with 16-byte
- * steps: a mix of sizes around 128 mispredicts no more); above, class
- * 8k - 40 + q holds the sizes (q << (k - 3), (q + 1) << (k - 3)] for
- * k = floor(log2 x) >= 8, q in 8..15: a bit scan, two shifts, two adds.
- * No table. */
+ * x as mri_pools_x makes it.  Classes 0..31 are 8..256 (x >> 3); above,
+ * class 8k - 40 + q holds the sizes (q << (k - 3), (q + 1) << (k - 3)] for
+ * k = floor(log2 x) >= 8, q in 8..15.  Below 1024 (classes 0..47) a table
+ * by x >> 3 answers: one load; above, a bit scan, two shifts, two adds.
+ * The branch is at 1024, not 256: programs whose sizes fall on both sides
+ * of 256 in no fixed order (16 B to 4 KiB, as a server's) mispredicted a
+ * branch there on every other alloc and free: the request benchmark's
+ * pools row went from 645-658 to 436-460 ms, churn's (8 B to 1 KiB) from
+ * 370-374 to 331-351, with no row slower (docs/results/
+ * 2026-12-01-class-table.txt).  Branch-free selects (a conditional move
+ * between the shift and the bit-scan formula) took request to 268-318 ms
+ * but cost 12-23% on a loop of one size through the resource interface
+ * (list, 110 -> 122-134 ms): about six instructions more on every alloc
+ * and free than this. */
+static const unsigned char mri_pools_class_tab[128] = {
+    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+    26, 27, 28, 29, 30, 31, 32, 32, 32, 32, 33, 33, 33, 33, 34, 34, 34, 34, 35, 35, 35, 35, 36, 36, 36, 36,
+    37, 37, 37, 37, 38, 38, 38, 38, 39, 39, 39, 39, 40, 40, 40, 40, 40, 40, 40, 40, 41, 41, 41, 41, 41, 41,
+    41, 41, 42, 42, 42, 42, 42, 42, 42, 42, 43, 43, 43, 43, 43, 43, 43, 43, 44, 44, 44, 44, 44, 44, 44, 44,
+    45, 45, 45, 45, 45, 45, 45, 45, 46, 46, 46, 46, 46, 46, 46, 46, 47, 47, 47, 47, 47, 47, 47, 47};
 static inline size_t mri_pools_class_of(size_t x)
 {
-    if (MR_LIKELY(x < 256))
-        return x >> 3;
+    if (MR_LIKELY(x < 1024))
+        return mri_pools_class_tab[x >> 3];
     unsigned k = 63u ^ (unsigned)MR_CLZLL((unsigned long long)x); /* 63 ^ clz: one bsr */
     return (x >> (k - 3u)) + ((size_t)k << 3) - 40u;
 }
@@ -221,29 +235,16 @@ static inline size_t mri_pools_class_size_of(size_t x)
  * with alignment align <= 16: size - 1, with bit 3 set for an alignment of
  * 16 -- below 256 that makes the class index odd, i.e. a class that is a
  * multiple of 16 (blocks 16-aligned); above, every class is one and the
- * bit changes nothing.  (The inline paths take the class with
- * mri_pools_class_in, which needs no or for a constant align.) */
+ * bit changes nothing. */
 #define mri_pools_xbits(align) (((align) - 1) & ~(size_t)7)
 
 /* Private: the class of x = size - 1 (no bits or-ed in) with xbits as
- * mri_pools_xbits (or align - 1): &classes[mri_pools_class_of(x | xbits)],
- * written so that a constant xbits of 8 (alignment 16) costs nothing: class
- * 2 (x >> 4) + 1 is at (x >> 4) * 128 + 64 bytes, and the + 64 folds into
- * the loads' displacements -- an or would lengthen the path from the size
- * to the free list by one instruction (+4% on the request benchmark). */
-#if defined(__GNUC__) || defined(__clang__)
-#  define MRI_POOLS_CONST16(xbits) (__builtin_constant_p(xbits) && (xbits) >= 8)
-#else
-#  define MRI_POOLS_CONST16(xbits) 0
-#endif
+ * mri_pools_xbits (or align - 1): &classes[mri_pools_class_of(x | xbits)]
+ * (from 256 every class is a multiple of 32, and the bit changes
+ * nothing). */
 static inline struct mri_pools_class *mri_pools_class_in(struct mri_pools_class *classes, size_t x, size_t xbits)
 {
-    if (MR_LIKELY(x < 256)) {
-        if (MRI_POOLS_CONST16(xbits))
-            return (struct mri_pools_class *)(void *)((char *)(classes + 1) + ((x >> 4) << 7));
-        return &classes[(x | xbits) >> 3];
-    }
-    return &classes[mri_pools_class_of(x)]; /* every class above 256 is a multiple of 32 */
+    return &classes[mri_pools_class_of(x | xbits)];
 }
 #define mri_pools_x(size, align) (((size) - 1) | mri_pools_xbits(align))
 /* Private: x for a thread-safe pool, whose smallest class is 16 bytes (its
