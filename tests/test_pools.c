@@ -145,28 +145,32 @@ static void test_class_rounding(void **state)
 }
 
 /* The class the allocation paths compute (a table below 1 KiB, a bit scan
- * above) is the one mr_pools_block_size answers, for every pooled size: a
- * block resized to its block size stays, one byte more (the next class)
- * moves, and the pool stays consistent. */
+ * above) is the one mr_pools_block_size answers, for every pooled size and
+ * alignments 8 and 16: a block resized to its block size stays, and a
+ * block of a class's largest size resized one byte more (the next class)
+ * moves; the pool stays consistent. */
 static void test_class_of_matches_block_size(void **state)
 {
     mrt_upstream *u = *state;
     mr_pools *p = make(u, 0, 0);
-    for (size_t size = 1; size <= 64 * KiB; size++) {
-        size_t b = mr_pools_block_size(p, size, 8);
-        void *q = mr_pools_alloc(p, size, 8);
-        assert_non_null(q);
-        if (mr_pools_realloc(p, q, size, b, 8) != q)
-            fail_msg("size %zu: resized to its block %zu, it moved", size, b);
-        if (b < 64 * KiB) {
-            void *r = mr_pools_realloc(p, q, b, b + 1, 8);
-            if (r == NULL || r == q)
-                fail_msg("size %zu: resized to %zu, past its block %zu, it stayed", size, b + 1, b);
-            mr_pools_free(p, r, b + 1, 8);
-        } else {
-            mr_pools_free(p, q, b, 8);
+    for (size_t align = 8; align <= 16; align *= 2)
+        for (size_t size = 1; size <= 64 * KiB; size++) {
+            size_t b = mr_pools_block_size(p, size, align);
+            void *q = mr_pools_alloc(p, size, align);
+            assert_non_null(q);
+            assert_int_equal((uintptr_t)q % align, 0);
+            if (mr_pools_realloc(p, q, size, b, align) != q)
+                fail_msg("size %zu, align %zu: resized to its block %zu, it moved", size, align, b);
+            if (size == b && b < 64 * KiB) { /* once a class: the copy is b bytes */
+                void *r = mr_pools_realloc(p, q, b, b + 1, align);
+                if (r == NULL || r == q)
+                    fail_msg("size %zu, align %zu: resized to %zu, past its block %zu, it stayed", size, align,
+                             b + 1, b);
+                mr_pools_free(p, r, b + 1, align);
+            } else {
+                mr_pools_free(p, q, b, align);
+            }
         }
-    }
     assert_int_equal(stats_of(p).in_use, 0);
     destroy_checked(p);
 }

@@ -284,12 +284,10 @@ static void exact_sizes(int m, bool memstatus)
     CHECK(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 1) == SQLITE_OK, "%s: SQLITE_CONFIG_MEMSTATUS", what);
 }
 
-/* Eight sizes whose classes waste more than 1/32 (exact sizes), for four
- * exact pools. */
-/* Two sets of 8 sizes the threads cycle through: SQLite's big blocks (exact
- * sizes and their classes), and small ones (the class tables and, on the
- * locked installs, many short turns of the lock: contended, with threads
- * that spin and sleep on it). */
+/* Two sets of 8 sizes the threads cycle through: big ones whose classes
+ * waste more than 1/32 (exact sizes, for the four exact pools), and small
+ * ones (the class tables and, on the locked installs, many short turns of
+ * the lock: contended, with threads that spin and sleep on it). */
 static const int xt_sizes[8] = {1024, 1160, 2056, 2400, 3100, 4096, 4360, 5200};
 static const int xt_small[8] = {8, 24, 40, 100, 200, 360, 700, 1000};
 enum { XT_THREADS = 4, XT_ROUNDS = 12, XT_SMALL_ROUNDS = 150, XT_BLOCKS = 240 };
