@@ -163,7 +163,9 @@ static inline bool mri_objpool_put(mr_objpool *p, void *obj)
 /* Private: the thread-safe part of mr_objpool_alloc: an object from the
  * calling thread's cache of p, else NULL -- p not thread-safe, the thread's
  * first call, an empty cache, a checked build (the caller then calls
- * mri_objpool_alloc_slow or mr_objpool_alloc). */
+ * mri_objpool_alloc_slow or mr_objpool_alloc).  The entry's id is tested
+ * here, not through mri_tc_slot_of, whose NULL answer costs a test and a
+ * jump more (here and in mri_objpool_tc_put). */
 static inline void *mri_objpool_tc_take(mr_objpool *p)
 {
 #if !MR_CHECKED

@@ -416,7 +416,9 @@ static inline struct mri_pools_class *class_at(size_t size)
 
 /* The calling thread's slot of the thread-safe pool for a request of size
  * <= LARGE - HDR bytes; NULL when the thread has no cache of the pool yet
- * (or another pool took its table entry), and in checked builds. */
+ * (or another pool took its table entry), and in checked builds.  As
+ * mri_tc_slot_of, but by the byte offset class_off holds: with the index,
+ * xMalloc was 30 instructions to its ret and xFree 37, against 29 and 34. */
 static inline struct mri_tc_slot *slot_at(size_t size)
 {
 #if !MR_CHECKED
@@ -663,11 +665,12 @@ static void x_shutdown(void *app)
  * them (which cannot be read back: SQLITE_CONFIG_MEMSTATUS has no getter).
  * A pthread mutex pair cost 55 instructions (callgrind: lock 32, unlock
  * 23), twice per malloc + free: 185 a pair on the project's workload
- * against 72 with this word (46.5 with no lock).  A thread that finds the word
- * held spins a little (the pool calls it guards are short), then sleeps on
- * lock_cv: it marks the word 2 under lock_mu before it waits, and a give
- * that finds 2 signals under lock_mu, so no wake is lost (a thread that
- * takes the word with 2 keeps it 2: its give wakes the next sleeper).
+ * against 72 with this word (46.5 with no lock).  A thread that finds the
+ * word held spins a little (the pool calls it guards are short), then
+ * sleeps on lock_cv: it marks the word 2 under lock_mu before it waits,
+ * and a give that finds 2 signals under lock_mu, so no wake is lost (a
+ * thread that takes the word with 2 keeps it 2: its give wakes the next
+ * sleeper).
  * C11 atomics and pthreads only. */
 static _Atomic(int) lock_word;
 static pthread_mutex_t lock_mu = PTHREAD_MUTEX_INITIALIZER;
