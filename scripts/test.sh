@@ -7,8 +7,8 @@
 #     release  -O2, warnings as errors
 #     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check),
 #              hardened free lists (MEMRES_HARDEN=ON)
-#     tsan     ThreadSanitizer, hardened free lists (inline paths included): every test but the single-threaded fuzz driver
-#              (TSan makes it ~80x slower and it has no threads to check); the lock-step threaded
+#     tsan     ThreadSanitizer, hardened free lists (inline paths included): every test but the single-threaded fuzz drivers
+#              (fuzz_ops, fuzz_sqlite: TSan makes them ~40-80x slower and they have no threads to check); the lock-step threaded
 #              fuzz driver (fuzz_threads, fuzz_threads_quick) does run
 #     valgrind -O2 with MEMRES_VALGRIND=ON: every C test under memcheck (zero
 #              errors, no definite leak; stress scaled to 5%), and negative
@@ -16,7 +16,8 @@
 #              rewind/reset/free/put
 #     fuzz     clang + libFuzzer + ASan: the op-sequence target, coverage-guided,
 #              for MEMRES_FUZZ_SECONDS (default 60) from an empty corpus, then the
-#              lock-step threaded target for MEMRES_FUZZ_THREADS_SECONDS (default 30)
+#              lock-step threaded target for MEMRES_FUZZ_THREADS_SECONDS (default 30), then
+#              SQLite's allocator on memres (when built) for MEMRES_FUZZ_SQLITE_SECONDS (default 30)
 #     package  scripts/package.sh: the .deb packages built with CPack, installed
 #              with apt-get, consumed (CMake and pkg-config), removed; and
 #              memres consumed from source (add_subdirectory, FetchContent)
@@ -45,22 +46,31 @@ for cfg in "${configs[@]}"; do
   case $cfg in
     release) flags=(-DCMAKE_BUILD_TYPE=Release); select=() ;;
     asan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=address -DMEMRES_DEBUG=3 -DMEMRES_HARDEN=ON); select=() ;;
-    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread -DMEMRES_HARDEN=ON); select=(-E '^fuzz_ops$') ;;
+    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread -DMEMRES_HARDEN=ON); select=(-E '^(fuzz_ops|fuzz_sqlite_quick|fuzz_sqlite)$') ;;
     valgrind) flags=(-DCMAKE_BUILD_TYPE=Release -DMEMRES_VALGRIND=ON -DMEMRES_BUILD_EXAMPLES=OFF); select=(-L valgrind) ;;
     fuzz)
       dir=build-test-fuzz
-      echo "== fuzz: libFuzzer + ASan (clang) in $dir, ${MEMRES_FUZZ_SECONDS:-60} s + threads ${MEMRES_FUZZ_THREADS_SECONDS:-30} s"
+      echo "== fuzz: libFuzzer + ASan (clang) in $dir, ${MEMRES_FUZZ_SECONDS:-60} s + threads ${MEMRES_FUZZ_THREADS_SECONDS:-30} s + SQLite ${MEMRES_FUZZ_SQLITE_SECONDS:-30} s"
       CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DMEMRES_FUZZ=ON \
         -DMEMRES_SANITIZE=address -DMEMRES_WERROR=ON -DMEMRES_BUILD_EXAMPLES=OFF >/dev/null
-      cmake --build "$dir" -j"$jobs" --target fuzz_ops_libfuzzer fuzz_threads_libfuzzer >/dev/null
-      # target, seconds, corpus, log
-      for run in "fuzz_ops ${MEMRES_FUZZ_SECONDS:-60} corpus fuzz.log" \
-                 "fuzz_threads ${MEMRES_FUZZ_THREADS_SECONDS:-30} corpus-threads fuzz-threads.log"; do
-        read -r target secs corpus log <<<"$run"
+      # target, its directory in the build, seconds, corpus, log, libFuzzer's
+      # -len_control (its default, 100, grows inputs slowly from a few
+      # bytes: in 60 s the SQLite target's reached 14, a handful of ops)
+      runs=("fuzz_ops tests ${MEMRES_FUZZ_SECONDS:-60} corpus fuzz.log 100"
+            "fuzz_threads tests ${MEMRES_FUZZ_THREADS_SECONDS:-30} corpus-threads fuzz-threads.log 100")
+      # SQLite's allocator on memres: built when libsqlite3-dev was found
+      if cmake --build "$dir" --target help | grep fuzz_sqlite_libfuzzer >/dev/null; then
+        runs+=("fuzz_sqlite integrations/sqlite/tests ${MEMRES_FUZZ_SQLITE_SECONDS:-30} corpus-sqlite fuzz-sqlite.log 0")
+      fi
+      targets=()
+      for run in "${runs[@]}"; do targets+=("${run%% *}_libfuzzer"); done
+      cmake --build "$dir" -j"$jobs" --target "${targets[@]}" >/dev/null
+      for run in "${runs[@]}"; do
+        read -r target where secs corpus log len_control <<<"$run"
         mkdir -p "$dir/$corpus"
         status=0
-        ASAN_OPTIONS=allocator_may_return_null=1 "$dir/tests/${target}_libfuzzer" \
-          -max_total_time="$secs" -max_len=2048 -print_final_stats=1 -artifact_prefix="$dir/" \
+        ASAN_OPTIONS=allocator_may_return_null=1 "$dir/$where/${target}_libfuzzer" \
+          -max_total_time="$secs" -max_len=2048 -len_control="$len_control" -print_final_stats=1 -artifact_prefix="$dir/" \
           "$dir/$corpus" >"$dir/$log" 2>&1 || status=$?
         if [ $status -ne 0 ]; then
           tail -n 60 "$dir/$log"
@@ -69,7 +79,7 @@ for cfg in "${configs[@]}"; do
         fi
         grep -E "^Done|^stat::number_of_executed_units" "$dir/$log" || true
       done
-      echo "fuzz: 2 passed, 0 failed"
+      echo "fuzz: ${#runs[@]} passed, 0 failed"
       continue ;;
     package)
       bash scripts/package.sh
