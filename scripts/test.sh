@@ -55,7 +55,7 @@ for cfg in "${configs[@]}"; do
         -DMEMRES_SANITIZE=address -DMEMRES_WERROR=ON -DMEMRES_BUILD_EXAMPLES=OFF >/dev/null
       # target, its directory in the build, seconds, corpus, log, libFuzzer's
       # -len_control (its default, 100, grows inputs slowly from a few
-      # bytes: in 60 s the SQLite target's reached 14, a handful of ops)
+      # bytes: in 60 s the SQLite target's inputs reached 14, a few ops)
       runs=("fuzz_ops tests ${MEMRES_FUZZ_SECONDS:-60} corpus fuzz.log 100"
             "fuzz_threads tests ${MEMRES_FUZZ_THREADS_SECONDS:-30} corpus-threads fuzz-threads.log 100")
       # SQLite's allocator on memres: built when libsqlite3-dev was found
