@@ -150,6 +150,19 @@ bool mri_os_advise_huge(void *p, size_t len)
 #endif
 }
 
+void mri_os_discard(void *p, size_t len)
+{
+#if defined(MADV_DONTNEED)
+    size_t page = mri_os_page_size();
+    uintptr_t lo = mri_align_ptr((uintptr_t)p, page);
+    uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, (size_t)(hi - lo), MADV_DONTNEED);
+#else
+    (void)p, (void)len;
+#endif
+}
+
 /* ---- the page resources ---- */
 
 /* The mapped length of a request of size bytes: whole pages, one at least.

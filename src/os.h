@@ -26,6 +26,12 @@ void mri_os_unmap(void *p, size_t len);
  * memory is unaffected either way). */
 bool mri_os_advise_huge(void *p, size_t len);
 
+/* Gives the whole pages inside [p, p + len) back to the OS (MADV_DONTNEED):
+ * they stay mapped, read as zeros and take memory again when touched.  The
+ * caller owns the range and keeps nothing in it.  A no-op where the OS has
+ * no such advice or refuses it (locked or huge-TLB memory). */
+void mri_os_discard(void *p, size_t len);
+
 /* The resource that blocks of `size` bytes come from under the huge-page
  * rule of memres/pages.h (mode: the allocator's huge_pages option): the
  * huge-page source, or upstream itself. */

@@ -126,6 +126,24 @@
  * reset after it are never given back.  Thread-safe pools (tcache.c) do
  * not trim: their free blocks are spread over the threads' caches.
  *
+ * Idle classes give their pages back (unsynchronised pools).  Trim frees
+ * whole chunks only from a long free list and never the current chunk, so
+ * a class that was busy once and is idle now (SQLite's sort and record
+ * buffers of 2-37 KiB, used by one statement; the journal's 1 KiB class
+ * once its size has a pool of its own) keeps its chunks resident for good.  So the same walk (after an upstream take)
+ * looks at the classes whose chunks span whole pages: one with no live
+ * block that has had no allocation since the previous walk is rewound as
+ * reset rewinds every class (empty free list, bumping again from its first
+ * chunk) and the whole pages of its chunks are given to the OS
+ * (MADV_DONTNEED, os.c).  They stay the class's (held, no upstream call):
+ * the class carves them again when it is used, and they take memory then,
+ * one page fault each.  Only when the pool grows, then, and only what
+ * has stood idle through one growth step of the pool (on the SQLite
+ * workload: 0.4 MiB of peak RSS; docs/BENCHMARKS.md).  The pages must be
+ * the pool's alone, which they are: a chunk's whole pages lie inside what
+ * the upstream gave.  (Where the OS refuses the advice, locked memory, the
+ * pages stay resident and nothing else changes.)
+ *
  * Not supported: freeing with a size or alignment other than the
  * allocation's (undefined; debug builds catch it for direct blocks,
  * mr_pools_check finds some of it).
@@ -135,6 +153,7 @@
 #include "internal.h"
 #include "ledger.h"
 #include "memres/pools.h"
+#include "os.h"
 #include "tcache.h"
 #include "track.h"
 
@@ -188,6 +207,7 @@ struct class_cold {
     size_t walked_frees; /* the class's frees count at its last trim walk */
     uint32_t cursor;     /* where the next walk starts: chunks to skip (see trim_class) */
     bool futile;         /* that walk gave nothing back */
+    size_t purge_seen;   /* the class's allocations count at the last purge walk */
 };
 
 /* A page of chunk records; records follow the header. */
@@ -220,6 +240,8 @@ struct mr_pools {
     struct class_cold *cold;    /* per class (unsynchronised pools; in the header block) */
     uint64_t trim_mask[TRIM_MASK_WORDS]; /* classes whose current chunk may have chunks
                                             before it: the ones trim looks at */
+    uint64_t purge_mask[TRIM_MASK_WORDS]; /* classes with a chunk that spans a whole
+                                             page: the ones purge looks at */
     /* direct blocks */
     struct direct_hdr direct;   /* sentinel of the circular list */
     size_t direct_count;        /* blocks on the list */
@@ -466,8 +488,58 @@ static void trim_class(mr_pools *p, struct mri_pools_class *c, struct class_cold
     k->futile = k->carved == carved;
 }
 
+/* ---- idle classes' pages (see "Idle classes give their pages back") ---- */
+
+/* Class i as reset leaves it: no free block, bumping from its first chunk
+ * again, the others kept; live blocks forgotten (the caller's business). */
+static void class_rewind(mr_pools *p, size_t i)
+{
+    struct mri_pools_class *c = &p->hot.classes[i];
+    struct chunk_rec *r = c->chunks;
+    if (MRI_TRACKING)
+        for (struct chunk_rec *q = r; q != NULL; q = q->next)
+            mri_track_poison((void *)q->base, q->bytes);
+    c->free = NULL;
+    c->frees = c->allocations;
+    c->current = r;
+    c->bump = r != NULL ? r->base : 0;
+    c->end = r != NULL ? r->base + r->blocks * c->size : 0;
+    p->cold[i] = (struct class_cold){r != NULL ? r->blocks : 0, c->frees, 0, false, c->allocations};
+}
+
+/* Does a chunk of bytes at base span a whole page? */
+static bool spans_page(uintptr_t base, size_t bytes)
+{
+    size_t page = mri_os_page_size();
+    return bytes >= page && mri_align_ptr(base, page) + page <= base + bytes;
+}
+
+/* Rewinds the classes that stood idle since the last walk and gives their
+ * chunks' whole pages to the OS.  A class untouched since its rewind (or
+ * since reset, or its first chunk) is skipped: nothing of it is resident. */
+static void purge(mr_pools *p)
+{
+    for (unsigned w = 0; w < TRIM_MASK_WORDS; w++)
+        for (uint64_t m = p->purge_mask[w]; m != 0; m &= m - 1) {
+            size_t i = (size_t)w * 64 + (unsigned)__builtin_ctzll(m);
+            struct mri_pools_class *c = &p->hot.classes[i];
+            struct class_cold *k = &p->cold[i];
+            const struct chunk_rec *first = c->chunks;
+            if (c->allocations != k->purge_seen) {
+                k->purge_seen = c->allocations;
+                continue;
+            }
+            if (c->frees != c->allocations || first == NULL ||
+                (c->free == NULL && c->current == first && c->bump == first->base))
+                continue;
+            class_rewind(p, i);
+            for (; first != NULL; first = first->next)
+                mri_os_discard((void *)first->base, first->bytes);
+        }
+}
+
 /* After the pool took memory from upstream: gives back the empty chunks
- * of the classes worth a walk. */
+ * of the classes worth a walk, and the pages of idle classes. */
 static void trim(mr_pools *p)
 {
     for (unsigned w = 0; w < TRIM_MASK_WORDS; w++)
@@ -478,6 +550,7 @@ static void trim(mr_pools *p)
             if (c->chunks == c->current) /* nothing before current: nothing to walk */
                 p->trim_mask[w] &= ~((uint64_t)1 << (i % 64));
         }
+    purge(p);
 }
 
 /* Class i's current chunk has chunks before it: trim looks at it. */
@@ -528,6 +601,10 @@ static bool class_refill(mr_pools *p, struct mri_pools_class *c)
             c->chunks = r;
         mri_track_poison(base, bytes);
         fresh = true;
+        if (spans_page(r->base, bytes)) {
+            size_t i = (size_t)(c - p->hot.classes);
+            p->purge_mask[i / 64] |= (uint64_t)1 << (i % 64);
+        }
     }
     MR_ASSERT_INTERNAL(r->blocks >= 1 && r->base % class_align(s) == 0);
     c->current = r;
@@ -872,8 +949,9 @@ MR_API void mr_pools_release(mr_pools *p)
         c->bump = c->end = 0;
         c->frees = c->allocations;
         c->chunks = c->current = NULL;
-        p->cold[i] = (struct class_cold){0, c->frees, 0, false};
+        p->cold[i] = (struct class_cold){0, c->frees, 0, false, c->allocations};
     }
+    memset(p->purge_mask, 0, sizeof p->purge_mask);
     /* records last: the loop above read them */
     for (struct rec_page *pg = p->rec_pages, *next; pg != NULL; pg = next) {
         next = pg->next;
@@ -894,19 +972,8 @@ MR_API void mr_pools_reset(mr_pools *p)
         mri_tc_reset(p->tc, false);
         return;
     }
-    for (size_t i = 0; i < p->nclasses; i++) {
-        struct mri_pools_class *c = &p->hot.classes[i];
-        struct chunk_rec *r = c->chunks;
-        if (MRI_TRACKING)
-            for (struct chunk_rec *q = r; q != NULL; q = q->next)
-                mri_track_poison((void *)q->base, q->bytes);
-        c->free = NULL;
-        c->frees = c->allocations;
-        c->current = r;
-        c->bump = r != NULL ? r->base : 0;
-        c->end = r != NULL ? r->base + r->blocks * c->size : 0;
-        p->cold[i] = (struct class_cold){r != NULL ? r->blocks : 0, c->frees, 0, false};
-    }
+    for (size_t i = 0; i < p->nclasses; i++)
+        class_rewind(p, i);
     MR_ASSERT_EXPENSIVE(mr_pools_check(p));
 }
 

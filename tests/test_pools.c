@@ -543,6 +543,122 @@ static void test_empty_chunks_many(void **state)
     destroy_checked(p);
 }
 
+/* Idle classes give their pages to the OS (pools.h, "Memory"): a class with
+ * no live block and no allocation through one upstream take of the pool is
+ * rewound and its chunks' whole pages advised away at the next take; a class
+ * with a live block, or used in between, keeps them.  Nothing is given back
+ * upstream, and the class carves the same blocks again.  (The classes'
+ * free lists stay below the 64 KiB at which trim would give whole chunks
+ * back upstream first.) */
+#if defined(__linux__)
+#  include <sys/mman.h>
+#  include <unistd.h>
+
+/* Resident pages among the whole pages inside [b, b + n); *whole: how many. */
+static size_t resident(const void *b, size_t n, size_t *whole)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)b + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = ((uintptr_t)b + n) & ~(uintptr_t)(page - 1);
+    unsigned char vec[64];
+    *whole = hi > lo ? (hi - lo) / page : 0;
+    assert_true(*whole <= sizeof vec);
+    if (*whole == 0)
+        return 0;
+    assert_int_equal(mincore((void *)lo, hi - lo, vec), 0);
+    size_t r = 0;
+    for (size_t i = 0; i < *whole; i++)
+        r += vec[i] & 1;
+    return r;
+}
+
+static size_t resident_all(void *const *b, size_t count, size_t n)
+{
+    size_t r = 0, whole;
+    for (size_t i = 0; i < count; i++) {
+        r += resident(b[i], n, &whole);
+        assert_true(whole >= 3);
+    }
+    return r;
+}
+
+static void test_idle_pages_go_to_os(void **state)
+{
+    mrt_upstream *u = *state;
+    enum { NX = 3, NY = 2, NZ = 1 }; /* free lists below 64 KiB: no trim walk */
+    const size_t sx = 20000, sy = 30000, sz = 40000, big = 100 * KiB;
+    void *x[NX], *x_again[NX], *y[NY], *z[NZ], *d[3];
+    mr_pools *p = make(u, 0, 0);
+    /* X: used, then idle; Y: one block stays live; Z: idle, used again
+     * between two takes */
+    for (int i = 0; i < NX; i++) {
+        assert_non_null(x[i] = mr_pools_alloc(p, sx, 8));
+        fill(x[i], sx, (unsigned)i);
+    }
+    for (int i = 0; i < NY; i++) {
+        assert_non_null(y[i] = mr_pools_alloc(p, sy, 8));
+        fill(y[i], sy, 100u + (unsigned)i);
+    }
+    for (int i = 0; i < NZ; i++) {
+        assert_non_null(z[i] = mr_pools_alloc(p, sz, 8));
+        fill(z[i], sz, 200u + (unsigned)i);
+    }
+    for (int i = 0; i < NX; i++)
+        mr_pools_free(p, x[i], sx, 8);
+    for (int i = 1; i < NY; i++)
+        mr_pools_free(p, y[i], sy, 8);
+    for (int i = 0; i < NZ; i++)
+        mr_pools_free(p, z[i], sz, 8);
+    size_t whole, r = resident(x[0], sx, &whole);
+    assert_int_equal(r, whole); /* written: resident */
+    mr_stats before = stats_of(p);
+
+    /* take A (a direct block), then Z used and idle again, then take B: X
+     * has stood idle through a whole step (it may already have gone at A),
+     * Z has not */
+    assert_non_null(d[0] = mr_pools_alloc(p, big, 8));
+    void *z0 = mr_pools_alloc(p, sz, 8);
+    assert_non_null(z0);
+    mr_pools_free(p, z0, sz, 8);
+    assert_non_null(d[1] = mr_pools_alloc(p, big, 8));
+    assert_int_equal(resident_all(x, NX, sx), 0);
+    assert_true(resident_all(y + 1, NY - 1, sy) > 0); /* a live block: kept */
+    assert_true(resident_all(z, NZ, sz) > 0);         /* used in the step: kept */
+    verify(y[0], sy, 100u);
+    mr_stats after = stats_of(p);
+    assert_int_equal(after.held, before.held + 2 * (big + 32)); /* nothing went upstream */
+    assert_int_equal(after.in_use, before.in_use + 2 * big);
+    assert_true(mr_pools_check(p));
+    /* take C: Z's turn */
+    assert_non_null(d[2] = mr_pools_alloc(p, big, 8));
+    assert_int_equal(resident_all(z, NZ, sz), 0);
+    assert_true(resident_all(y + 1, NY - 1, sy) > 0);
+
+    /* X carves the same blocks again, in the same order, from its own
+     * chunks: no upstream call, and they hold what is written */
+    size_t calls = u->calls;
+    for (int i = 0; i < NX; i++) {
+        assert_non_null(x_again[i] = mr_pools_alloc(p, sx, 8));
+        assert_ptr_equal(x_again[i], x[i]);
+        fill(x_again[i], sx, 50u + (unsigned)i);
+    }
+    assert_int_equal(u->calls, calls);
+    for (int i = 0; i < NX; i++)
+        verify(x_again[i], sx, 50u + (unsigned)i);
+    /* Y's free blocks were not forgotten: its list serves them again */
+    for (int i = 1; i < NY; i++) {
+        assert_non_null(y[i] = mr_pools_alloc(p, sy, 8));
+        fill(y[i], sy, 150u + (unsigned)i);
+    }
+    assert_int_equal(u->calls, calls);
+    verify(y[0], sy, 100u);
+    assert_true(mr_pools_check(p));
+    for (int i = 0; i < 3; i++)
+        mr_pools_free(p, d[i], big, 8);
+    destroy_checked(p);
+}
+#endif
+
 /* ---- options, bad input ---- */
 
 static void test_options(void **state)
@@ -975,6 +1091,9 @@ int main(void)
         mrt_unit_test(test_chunk_sizes),
         mrt_unit_test(test_empty_chunks_go_back),
         mrt_unit_test(test_empty_chunks_many),
+#if defined(__linux__)
+        mrt_unit_test(test_idle_pages_go_to_os),
+#endif
         mrt_unit_test(test_options),
         mrt_unit_test(test_thread_safe_one_thread),
         mrt_unit_test(test_bad_input),

@@ -53,6 +53,19 @@
  * pool never calls upstream to give back from mr_pools_free.  Reset frees
  * every block and keeps every chunk.
  *
+ * Memory: the same walk gives the OS the pages of idle classes
+ * (unsynchronised pools).  A class with no live block that has had no
+ * allocation since the pool's previous upstream take is rewound (its free
+ * blocks forgotten, carving again from its first chunk) and the whole pages
+ * inside its chunks are advised away (MADV_DONTNEED): the chunks stay held
+ * (no upstream call, `held` unchanged), resident memory drops, and the class
+ * takes its pages back one page fault at a time when it is used again.  So
+ * a class that served one phase of the program (a statement's sort buffers)
+ * does not stay resident through the next.  The pages are inside what the
+ * upstream gave the pool, so any upstream's memory may be advised (memory
+ * locked with mlock refuses the advice and stays resident: the way to keep
+ * a latency-critical pool's pages faulted in).
+ *
  * Resizing: mr_pools_realloc keeps the block when the new size falls in the
  * same class (inline, no call), else moves it (allocate, copy, free).
  *
