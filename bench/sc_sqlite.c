@@ -16,6 +16,13 @@
  *   memres pools, thread-safe   mr_sqlite_install over a thread-safe pool:
  *                               SQLite serialized, no lock of the
  *                               integration's (per-thread caches)
+ *   memres pools, page source   as "memres pools" and "single-thread", the
+ *   memres pools, single-thread, page source
+ *                               pool over mr_page_resource() instead of
+ *                               malloc: what <memres/sqlite.h> suggests
+ *                               for the least memory (freed chunks and
+ *                               exact blocks go back to the OS, no holes
+ *                               in malloc's heap) at more page faults
  *
  * The rows of every query are the output (FNV-1a hash as the checksum, the
  * row count and bytes as text).  Timing starts after the script is read;
@@ -33,6 +40,7 @@
 #ifdef BENCH_HAVE_SQLITE
 #  include <sqlite3.h>
 
+#  include "memres/pages.h"
 #  include "memres/sqlite.h"
 
 typedef struct sq_rows {
@@ -107,13 +115,14 @@ static int run_malloc(const bench_args *args, bench_out *out)
     return rc;
 }
 
-static int run_pools_mode(const bench_args *args, bench_out *out, int (*install)(mr_pools *), bool thread_safe)
+static int run_pools_mode(const bench_args *args, bench_out *out, int (*install)(mr_pools *), bool thread_safe,
+                          mr_resource *upstream)
 {
     char *sql = read_sql();
     if (sql == NULL)
         return 1;
     bench_timing_start();
-    mr_pools *p = mr_pools_create(&(mr_pools_options){.thread_safe = thread_safe});
+    mr_pools *p = mr_pools_create(&(mr_pools_options){.upstream = upstream, .thread_safe = thread_safe});
     int rc = p == NULL || install(p) != SQLITE_OK || sq_workload(args, out, sql);
     sqlite3_shutdown();
     if (p != NULL) {
@@ -129,17 +138,27 @@ static int run_pools_mode(const bench_args *args, bench_out *out, int (*install)
 
 static int run_pools(const bench_args *args, bench_out *out)
 {
-    return run_pools_mode(args, out, mr_sqlite_install, false);
+    return run_pools_mode(args, out, mr_sqlite_install, false, NULL);
 }
 
 static int run_pools_ts(const bench_args *args, bench_out *out)
 {
-    return run_pools_mode(args, out, mr_sqlite_install, true);
+    return run_pools_mode(args, out, mr_sqlite_install, true, NULL);
 }
 
 static int run_pools_st(const bench_args *args, bench_out *out)
 {
-    return run_pools_mode(args, out, mr_sqlite_install_singlethread, false);
+    return run_pools_mode(args, out, mr_sqlite_install_singlethread, false, NULL);
+}
+
+static int run_pools_pages(const bench_args *args, bench_out *out)
+{
+    return run_pools_mode(args, out, mr_sqlite_install, false, mr_page_resource());
+}
+
+static int run_pools_st_pages(const bench_args *args, bench_out *out)
+{
+    return run_pools_mode(args, out, mr_sqlite_install_singlethread, false, mr_page_resource());
 }
 
 #  define SQLITE_UNAVAILABLE NULL
@@ -148,6 +167,8 @@ static int run_pools_st(const bench_args *args, bench_out *out)
 #  define run_pools NULL
 #  define run_pools_st NULL
 #  define run_pools_ts NULL
+#  define run_pools_pages NULL
+#  define run_pools_st_pages NULL
 static const char *sqlite_unavailable(void) { return "sqlite3 (libsqlite3-dev) not found at build time"; }
 #  define SQLITE_UNAVAILABLE sqlite_unavailable
 #endif
@@ -157,5 +178,7 @@ const bench_variant bench_sqlite[] = {
     {"sqlite", "memres pools", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools},
     {"sqlite", "memres pools, single-thread", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools_st},
     {"sqlite", "memres pools, thread-safe", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools_ts},
+    {"sqlite", "memres pools, page source", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools_pages},
+    {"sqlite", "memres pools, single-thread, page source", BENCH_MEMRES, false, SQLITE_UNAVAILABLE, run_pools_st_pages},
     {NULL, NULL, BENCH_MEMRES, false, NULL, NULL},
 };

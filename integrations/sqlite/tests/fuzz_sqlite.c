@@ -7,8 +7,10 @@
  *
  * Each input is a program.  Its first byte picks the install (a plain pool
  * behind the integration's lock, a thread-safe pool, or a pool whose classes
- * stop at 512 bytes: the three ways of sqlite.c) and whether SQLite keeps
- * memory statistics; the second picks a fault rule of an mr_failing under the
+ * stop at 512 bytes: the three ways of sqlite.c), whether SQLite keeps
+ * memory statistics, and whether the pool's memory comes from malloc or from
+ * the page source (whose chunks the OS takes back whole, and whose idle
+ * classes' pages the pool gives back); the second picks a fault rule of an mr_failing under the
  * pools (none, the Nth request, the Nth and every one after, or at random).
  * Then ops: allocate, free, resize, bursts of one size (which give a size
  * its exact pool: sqlite.c's promotion) and frees of a run of slots (which
@@ -36,6 +38,7 @@
 #include <sqlite3.h>
 
 #include "memres/adaptors.h"
+#include "memres/pages.h"
 #include "memres/pools.h"
 #include "memres/sqlite.h"
 
@@ -262,6 +265,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned how = byte(s), mode = how % 3;
     bool memstatus = (how & 4) != 0;
     mr_failing_options fo = fault_rule(s);
+    if (how & 8)
+        fo.upstream = mr_page_resource();
     s->fl = mr_failing_create(&fo);
     s->tr = s->fl != NULL ? mr_tracking_create(mr_failing_resource(s->fl)) : NULL;
     if (s->tr == NULL)
