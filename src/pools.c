@@ -138,7 +138,9 @@
  * (MADV_DONTNEED, os.c).  They stay the class's (held, no upstream call):
  * the class carves them again when it is used, and they take memory then,
  * one page fault each.  Only when the pool grows, then, and only what
- * has stood idle through one growth step of the pool (on the SQLite
+ * has stood idle through one growth step of the pool and while the pool
+ * took at least as many bytes as the class has carved (so a class used off
+ * and on refaults at most what the growth itself faults in; on the SQLite
  * workload: 0.4 MiB of peak RSS; docs/BENCHMARKS.md).  The pages must be
  * the pool's alone, which they are: a chunk's whole pages lie inside what
  * the upstream gave.  (Where the OS refuses the advice, locked memory, the
@@ -208,6 +210,7 @@ struct class_cold {
     uint32_t cursor;     /* where the next walk starts: chunks to skip (see trim_class) */
     bool futile;         /* that walk gave nothing back */
     size_t purge_seen;   /* the class's allocations count at the last purge walk */
+    size_t purge_taken;  /* mr_pools.taken when a walk last saw that count change */
 };
 
 /* A page of chunk records; records follow the header. */
@@ -242,6 +245,8 @@ struct mr_pools {
                                             before it: the ones trim looks at */
     uint64_t purge_mask[TRIM_MASK_WORDS]; /* classes with a chunk that spans a whole
                                              page: the ones purge looks at */
+    size_t taken;               /* bytes of chunks and direct blocks taken from upstream,
+                                   ever (purge's clock) */
     /* direct blocks */
     struct direct_hdr direct;   /* sentinel of the circular list */
     size_t direct_count;        /* blocks on the list */
@@ -504,7 +509,7 @@ static void class_rewind(mr_pools *p, size_t i)
     c->current = r;
     c->bump = r != NULL ? r->base : 0;
     c->end = r != NULL ? r->base + r->blocks * c->size : 0;
-    p->cold[i] = (struct class_cold){r != NULL ? r->blocks : 0, c->frees, 0, false, c->allocations};
+    p->cold[i] = (struct class_cold){r != NULL ? r->blocks : 0, c->frees, 0, false, c->allocations, p->taken};
 }
 
 /* Does a chunk of bytes at base span a whole page? */
@@ -515,8 +520,11 @@ static bool spans_page(uintptr_t base, size_t bytes)
 }
 
 /* Rewinds the classes that stood idle since the last walk and gives their
- * chunks' whole pages to the OS.  A class untouched since its rewind (or
- * since reset, or its first chunk) is skipped: nothing of it is resident. */
+ * chunks' whole pages to the OS -- once the pool has taken at least what
+ * the class has carved since the class was last seen used, so that a class
+ * used off and on while the pool grows refaults at most as many pages as
+ * the growth itself brings.  A class untouched since its rewind (or since
+ * reset, or its first chunk) is skipped: nothing of it is resident. */
 static void purge(mr_pools *p)
 {
     for (unsigned w = 0; w < TRIM_MASK_WORDS; w++)
@@ -527,10 +535,12 @@ static void purge(mr_pools *p)
             const struct chunk_rec *first = c->chunks;
             if (c->allocations != k->purge_seen) {
                 k->purge_seen = c->allocations;
+                k->purge_taken = p->taken;
                 continue;
             }
             if (c->frees != c->allocations || first == NULL ||
-                (c->free == NULL && c->current == first && c->bump == first->base))
+                (c->free == NULL && c->current == first && c->bump == first->base) ||
+                p->taken - k->purge_taken < k->carved * c->size)
                 continue;
             class_rewind(p, i);
             for (; first != NULL; first = first->next)
@@ -601,6 +611,7 @@ static bool class_refill(mr_pools *p, struct mri_pools_class *c)
             c->chunks = r;
         mri_track_poison(base, bytes);
         fresh = true;
+        p->taken += bytes;
         if (spans_page(r->base, bytes)) {
             size_t i = (size_t)(c - p->hot.classes);
             p->purge_mask[i / 64] |= (uint64_t)1 << (i % 64);
@@ -684,6 +695,7 @@ static void *direct_alloc(mr_pools *p, size_t size, size_t align)
     p->direct_count++;
     p->direct_bytes += size;
     p->direct_allocations++;
+    p->taken += total;
     pool_unlock(p);
     if (p->tc == NULL)
         trim(p);
@@ -949,7 +961,7 @@ MR_API void mr_pools_release(mr_pools *p)
         c->bump = c->end = 0;
         c->frees = c->allocations;
         c->chunks = c->current = NULL;
-        p->cold[i] = (struct class_cold){0, c->frees, 0, false, c->allocations};
+        p->cold[i] = (struct class_cold){0, c->frees, 0, false, c->allocations, p->taken};
     }
     memset(p->purge_mask, 0, sizeof p->purge_mask);
     /* records last: the loop above read them */

@@ -656,6 +656,32 @@ static void test_idle_pages_go_to_os(void **state)
     for (int i = 0; i < 3; i++)
         mr_pools_free(p, d[i], big, 8);
     destroy_checked(p);
+
+    /* small takes: an idle class goes only once the pool has taken as much
+     * as the class carved since its last use (here 12 KiB: blocks of 1 KiB
+     * in chunks of 4 and 8; takes of 2 KiB direct blocks) */
+    enum { NW = 12, ND = 12 };
+    void *w[NW], *dd[ND];
+    p = make(u, 1024, 0);
+    for (int i = 0; i < NW; i++) {
+        assert_non_null(w[i] = mr_pools_alloc(p, 1024, 8));
+        fill(w[i], 1024, (unsigned)i);
+    }
+    assert_ptr_equal((char *)w[4] + 7 * 1024, w[11]); /* the second chunk, contiguous */
+    for (int i = 0; i < NW; i++)
+        mr_pools_free(p, w[i], 1024, 8);
+    size_t pages = resident(w[4], 8 * 1024, &whole);
+    assert_true(whole >= 1 && pages == whole);
+    for (int i = 0; i < 4; i++) /* 8 KiB taken: not yet */
+        assert_non_null(dd[i] = mr_pools_alloc(p, 2048, 8));
+    assert_int_equal(resident(w[4], 8 * 1024, &whole), whole);
+    for (int i = 4; i < ND; i++) /* 24 KiB */
+        assert_non_null(dd[i] = mr_pools_alloc(p, 2048, 8));
+    assert_int_equal(resident(w[4], 8 * 1024, &whole), 0);
+    assert_true(mr_pools_check(p));
+    for (int i = 0; i < ND; i++)
+        mr_pools_free(p, dd[i], 2048, 8);
+    destroy_checked(p);
 }
 #endif
 

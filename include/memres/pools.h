@@ -54,12 +54,15 @@
  * every block and keeps every chunk.
  *
  * Memory: the same walk gives the OS the pages of idle classes
- * (unsynchronised pools).  A class with no live block that has had no
- * allocation since the pool's previous upstream take is rewound (its free
- * blocks forgotten, carving again from its first chunk) and the whole pages
- * inside its chunks are advised away (MADV_DONTNEED): the chunks stay held
- * (no upstream call, `held` unchanged), resident memory drops, and the class
- * takes its pages back one page fault at a time when it is used again.  So
+ * (unsynchronised pools).  A class with no live block, with no allocation
+ * since the pool's previous upstream take, and since whose last use the
+ * pool has taken at least as many bytes as the class has carved (so a
+ * class used off and on refaults at most what the growth faults in), is
+ * rewound (its free blocks forgotten, carving again from its first chunk)
+ * and the whole pages inside its chunks are advised away (MADV_DONTNEED):
+ * the chunks stay held (no upstream call, `held` unchanged), resident
+ * memory drops, and the class takes its pages back one page fault at a
+ * time when it is used again.  So
  * a class that served one phase of the program (a statement's sort buffers)
  * does not stay resident through the next.  The pages are inside what the
  * upstream gave the pool, so any upstream's memory may be advised (memory
