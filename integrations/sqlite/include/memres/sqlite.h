@@ -74,7 +74,7 @@
  * about 27 more each way; a larger request that has none pays the class
  * lookup, and for an exact size not promoted a count on malloc and on free.
  * On the workload (callgrind, memres-bench --quick) xMalloc + xFree average
- * 46 instructions, against 96 for SQLite's own methods over mimalloc (its
+ * 47 instructions, against 96 for SQLite's own methods over mimalloc (its
  * 8-byte header included) and 193 over glibc.  A thread-safe pool takes
  * the calling thread's cache of the class the same way (29 instructions to
  * xMalloc's return; 80 a malloc + free on the workload); one whose classes
@@ -91,7 +91,7 @@
  * class table).  The lock is a word taken with one compare-and-swap and
  * given back with one exchange (a thread that finds it held spins a
  * little, then sleeps on a condition variable): uncontended, about 25
- * instructions per malloc + free (72 against the unlocked 46.5 on the
+ * instructions per malloc + free (72 against the unlocked 47 on the
  * project's workload, callgrind; two pthread mutex pairs cost 185).  It
  * is uncontended whenever SQLite keeps memory statistics (its default,
  * SQLITE_CONFIG_MEMSTATUS), since SQLite then calls the allocator under
