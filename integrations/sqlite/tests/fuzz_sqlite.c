@@ -9,9 +9,9 @@
  * behind the integration's lock, a thread-safe pool, or a pool whose classes
  * stop at 512 bytes: the three ways of sqlite.c), whether SQLite keeps
  * memory statistics, and whether the pool's memory comes from malloc or from
- * the page source (whose chunks the OS takes back whole, and whose idle
- * classes' pages the pool gives back); the second picks a fault rule of an mr_failing under the
- * pools (none, the Nth request, the Nth and every one after, or at random).
+ * the page source (mapped and unmapped whole); the second picks a fault rule
+ * of an mr_failing under the pools (none, the Nth request, the Nth and every
+ * one after, or at random).
  * Then ops: allocate, free, resize, bursts of one size (which give a size
  * its exact pool: sqlite.c's promotion) and frees of a run of slots (which
  * empty an exact pool: its blocks go back), and checks.  A shadow model
