@@ -136,14 +136,26 @@ void mri_os_unmap(void *p, size_t len)
         (void)munmap(p, len);
 }
 
+/* The whole units (a power of two) inside [p, p + len): their bytes, from *lo. */
+static size_t inner(const void *p, size_t len, size_t unit, uintptr_t *lo)
+{
+    *lo = mri_align_ptr((uintptr_t)p, unit);
+    uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(unit - 1);
+    return hi > *lo ? (size_t)(hi - *lo) : 0;
+}
+
+size_t mri_os_inner_pages(const void *p, size_t len)
+{
+    uintptr_t lo;
+    return inner(p, len, mri_os_page_size(), &lo);
+}
+
 bool mri_os_advise_huge(void *p, size_t len)
 {
 #if defined(MADV_HUGEPAGE)
-    uintptr_t lo = mri_align_ptr((uintptr_t)p, MR_HUGE_PAGE_SIZE);
-    uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(MR_HUGE_PAGE_SIZE - 1);
-    if (hi <= lo)
-        return false;
-    return madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0;
+    uintptr_t lo;
+    size_t n = inner(p, len, MR_HUGE_PAGE_SIZE, &lo);
+    return n != 0 && madvise((void *)lo, n, MADV_HUGEPAGE) == 0;
 #else
     (void)p, (void)len;
     return false;
@@ -153,11 +165,10 @@ bool mri_os_advise_huge(void *p, size_t len)
 void mri_os_discard(void *p, size_t len)
 {
 #if defined(MADV_DONTNEED)
-    size_t page = mri_os_page_size();
-    uintptr_t lo = mri_align_ptr((uintptr_t)p, page);
-    uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, (size_t)(hi - lo), MADV_DONTNEED);
+    uintptr_t lo;
+    size_t n = inner(p, len, mri_os_page_size(), &lo);
+    if (n != 0)
+        (void)madvise((void *)lo, n, MADV_DONTNEED);
 #else
     (void)p, (void)len;
 #endif

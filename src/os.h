@@ -26,6 +26,9 @@ void mri_os_unmap(void *p, size_t len);
  * memory is unaffected either way). */
 bool mri_os_advise_huge(void *p, size_t len);
 
+/* The bytes of the whole pages inside [p, p + len) (0: none). */
+size_t mri_os_inner_pages(const void *p, size_t len);
+
 /* Gives the whole pages inside [p, p + len) back to the OS (MADV_DONTNEED):
  * they stay mapped, read as zeros and take memory again when touched.  The
  * caller owns the range and keeps nothing in it.  A no-op where the OS has

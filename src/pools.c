@@ -512,13 +512,6 @@ static void class_rewind(mr_pools *p, size_t i)
     p->cold[i] = (struct class_cold){r != NULL ? r->blocks : 0, c->frees, 0, false, c->allocations, p->taken};
 }
 
-/* Does a chunk of bytes at base span a whole page? */
-static bool spans_page(uintptr_t base, size_t bytes)
-{
-    size_t page = mri_os_page_size();
-    return bytes >= page && mri_align_ptr(base, page) + page <= base + bytes;
-}
-
 /* Rewinds the classes that stood idle since the last walk and gives their
  * chunks' whole pages to the OS -- once the pool has taken at least what
  * the class has carved since the class was last seen used, so that a class
@@ -533,7 +526,7 @@ static void purge(mr_pools *p)
             struct mri_pools_class *c = &p->hot.classes[i];
             struct class_cold *k = &p->cold[i];
             const struct chunk_rec *first = c->chunks;
-            if (c->allocations != k->purge_seen) {
+            if (c->allocations != k->purge_seen) { /* used since the last walk */
                 k->purge_seen = c->allocations;
                 k->purge_taken = p->taken;
                 continue;
@@ -543,8 +536,8 @@ static void purge(mr_pools *p)
                 p->taken - k->purge_taken < k->carved * c->size)
                 continue;
             class_rewind(p, i);
-            for (; first != NULL; first = first->next)
-                mri_os_discard((void *)first->base, first->bytes);
+            for (const struct chunk_rec *r = first; r != NULL; r = r->next)
+                mri_os_discard((void *)r->base, r->bytes);
         }
 }
 
@@ -612,7 +605,7 @@ static bool class_refill(mr_pools *p, struct mri_pools_class *c)
         mri_track_poison(base, bytes);
         fresh = true;
         p->taken += bytes;
-        if (spans_page(r->base, bytes)) {
+        if (mri_os_inner_pages(base, bytes) != 0) { /* something for purge to give back */
             size_t i = (size_t)(c - p->hot.classes);
             p->purge_mask[i / 64] |= (uint64_t)1 << (i % 64);
         }
