@@ -130,21 +130,23 @@
  * whole chunks only from a long free list and never the current chunk, so
  * a class that was busy once and is idle now (SQLite's sort and record
  * buffers of 2-37 KiB, used by one statement; the journal's 1 KiB class
- * once its size has a pool of its own) keeps its chunks resident for good.  So the same walk (after an upstream take)
- * looks at the classes whose chunks span whole pages: one with no live
- * block that has had no allocation since the previous walk is rewound as
- * reset rewinds every class (empty free list, bumping again from its first
- * chunk) and the whole pages of its chunks are given to the OS
- * (MADV_DONTNEED, os.c).  They stay the class's (held, no upstream call):
- * the class carves them again when it is used, and they take memory then,
- * one page fault each.  Only when the pool grows, then, and only what
- * has stood idle through one growth step of the pool and while the pool
- * took at least as many bytes as the class has carved (so a class used off
- * and on refaults at most what the growth itself faults in; on the SQLite
- * workload: 0.4 MiB of peak RSS; docs/BENCHMARKS.md).  The pages must be
- * the pool's alone, which they are: a chunk's whole pages lie inside what
- * the upstream gave.  (Where the OS refuses the advice, locked memory, the
- * pages stay resident and nothing else changes.)
+ * once its size has a pool of its own) would keep its chunks resident for
+ * good.  So the same walk (after an upstream take) also looks at the
+ * classes whose chunks span whole pages (purge_mask).  A class is rewound
+ * as reset rewinds every class (empty free list, bumping again from its
+ * first chunk) and the whole pages of its chunks are given to the OS
+ * (MADV_DONTNEED, os.c) when all of these hold:
+ *   - it has no live block;
+ *   - it has had no allocation since the previous walk;
+ *   - since it was last seen in use, the pool has taken from upstream at
+ *     least the bytes the class has carved (so a class used off and on
+ *     refaults at most what the pool's growth itself faults in).
+ * The chunks stay the class's (held, no upstream call): the class carves
+ * them again when it is used, and they take memory then, one page fault
+ * each.  On the SQLite workload this is 0.4 MiB of peak RSS
+ * (docs/BENCHMARKS.md).  The pages are the pool's alone: a chunk's whole
+ * pages lie inside what the upstream gave.  Where the OS refuses the
+ * advice (locked memory) the pages stay resident and nothing else changes.
  *
  * Not supported: freeing with a size or alignment other than the
  * allocation's (undefined; debug builds catch it for direct blocks,

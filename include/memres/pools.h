@@ -59,15 +59,15 @@
  * pool has taken at least as many bytes as the class has carved (so a
  * class used off and on refaults at most what the growth faults in), is
  * rewound (its free blocks forgotten, carving again from its first chunk)
- * and the whole pages inside its chunks are advised away (MADV_DONTNEED):
- * the chunks stay held (no upstream call, `held` unchanged), resident
+ * and the whole pages inside its chunks are advised away (MADV_DONTNEED).
+ * The chunks stay held (no upstream call, `held` unchanged), resident
  * memory drops, and the class takes its pages back one page fault at a
- * time when it is used again.  So
- * a class that served one phase of the program (a statement's sort buffers)
- * does not stay resident through the next.  The pages are inside what the
- * upstream gave the pool, so any upstream's memory may be advised (memory
- * locked with mlock refuses the advice and stays resident: the way to keep
- * a latency-critical pool's pages faulted in).
+ * time when it is used again.  So a class that served one phase of the
+ * program (a statement's sort buffers) does not stay resident through the
+ * next.  The pages are inside what the upstream gave the pool, so any
+ * upstream's memory may be advised (memory locked with mlock refuses the
+ * advice and stays resident: the way to keep a latency-critical pool's
+ * pages faulted in).
  *
  * Resizing: mr_pools_realloc keeps the block when the new size falls in the
  * same class (inline, no call), else moves it (allocate, copy, free).
