@@ -26,12 +26,17 @@ mkdir -p "$scratch"
 scratch=$(cd "$scratch" && pwd)
 prefix=$scratch/prefix
 
-echo "== configure, build and install memres into $prefix"
-# A plain build (no sanitizers, no tests): what a packager would install.
-cmake -S "$src" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release \
-      -DMEMRES_BUILD_TESTS=OFF -DMEMRES_BUILD_EXAMPLES=OFF -DMEMRES_BUILD_BENCH=OFF \
-      -DMEMRES_SANITIZE= >"$scratch/configure.log" 2>&1 \
-  || { cat "$scratch/configure.log"; exit 1; }
+echo "== the README's install line, on a machine with no cmocka, into $prefix"
+# `cmake -S . -B build && cmake --build build && cmake --install build`, as a
+# user who installs only the library runs it: pkg-config sees no package at
+# all (no cmocka, no Lua, no SQLite), so the configure must turn the tests
+# off by itself and say so.
+empty=$scratch/no-pkg-config
+mkdir -p "$empty"
+PKG_CONFIG_LIBDIR=$empty PKG_CONFIG_PATH= cmake -S "$src" -B "$scratch/build" >"$scratch/configure.log" 2>&1 \
+  || { cat "$scratch/configure.log"; echo "the README's configure failed without cmocka" >&2; exit 1; }
+grep -q "cmocka not found.*the tests are off" "$scratch/configure.log" \
+  || { cat "$scratch/configure.log"; echo "no message saying the tests are off" >&2; exit 1; }
 cmake --build "$scratch/build" -j "$jobs" >"$scratch/build.log" 2>&1 \
   || { cat "$scratch/build.log"; exit 1; }
 cmake --install "$scratch/build" --prefix "$prefix" >"$scratch/install.log" 2>&1 \
