@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite, from a fresh Debian 12 machine:
 #   installs the build and test dependencies (apt-get; sudo when not root),
-#   then builds and runs every CTest test in three build configurations,
+#   then builds and runs every CTest test in three build configurations
+#   (each printing its ten slowest tests; the release build runs the
+#   everyday loop, ctest -L fast, first and fails when it takes more than
+#   MEMRES_FAST_LIMIT seconds, default 60),
 #   the tests again under Valgrind in a fourth, and the fuzzer in a fifth:
 #     release  -O2, warnings as errors
 #     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check),
@@ -39,6 +42,18 @@ if [ "${MEMRES_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null; then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
+fast_limit=${MEMRES_FAST_LIMIT:-60}
+
+# run_ctest DIR LOG [ctest args]: the tests, then the ten slowest of them.
+run_ctest() {
+  local dir=$1 log=$2 status=0
+  shift 2
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 | tee "$log" || status=$?
+  echo "== the ten slowest tests of this run ($dir):"
+  grep -E '^ *[0-9]+/[0-9]+ Test +#' "$log" | sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
+    sort -rn | head -n 10 | awk '{printf "   %8.2f s  %s\n", $1, $2}'
+  return $status
+}
 configs=("$@")
 if [ ${#configs[@]} -eq 0 ]; then configs=(release asan tsan valgrind fuzz package); fi
 
@@ -90,6 +105,19 @@ for cfg in "${configs[@]}"; do
   echo "== $cfg: configure, build, test in $dir"
   cmake -S . -B "$dir" -DMEMRES_WERROR=ON "${flags[@]}" >/dev/null
   cmake --build "$dir" -j"$jobs" >/dev/null
-  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${select[@]}"
+  log=$dir/ctest.log
+  if [ "$cfg" = release ]; then
+    # the everyday loop first, timed: it must stay under a minute
+    start=$(date +%s.%N)
+    run_ctest "$dir" "$log.fast" -L fast
+    wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+    echo "== release: the fast loop (ctest -L fast) took $wall s of wall time (limit $fast_limit s)"
+    if awk -v w="$wall" -v l="$fast_limit" 'BEGIN {exit !(w > l)}'; then
+      echo "the fast loop took longer than $fast_limit s: split or scale the slowest tests above" >&2
+      exit 1
+    fi
+    select=(-LE fast)
+  fi
+  run_ctest "$dir" "$log" "${select[@]}"
 done
 echo "== all test configurations passed: ${configs[*]}"

@@ -388,12 +388,13 @@ struct mr_tracking {
     unsigned bits;      /* log2(cap) */
     size_t used;        /* occupied slots: live + freed */
     size_t live;        /* records of outstanding allocations */
+    struct mri_walk walk; /* MR_DEBUG 3: when the next walk is due */
 };
 
 #define TABLE_MIN ((size_t)64)
 #define TABLE_MIN_BITS 6u
 
-static bool check_locked(const mr_tracking *t);
+static bool check_locked(const mr_tracking *t, size_t *steps);
 
 static size_t align_of(const struct record *r) { return (size_t)1 << r->align_log2; }
 
@@ -491,7 +492,7 @@ static void *tracking_allocate(mr_resource *self, size_t size, size_t align)
         if (p != NULL)
             insert(t, p, size, align, t->base.ledger.upstream_allocations);
     }
-    MR_ASSERT_EXPENSIVE(check_locked(t));
+    MRI_WALK(&t->walk, check_locked(t, &t->walk.steps));
     unlock(&t->base);
     return p;
 }
@@ -513,7 +514,7 @@ static void tracking_deallocate(mr_resource *self, void *p, size_t size, size_t 
             r->live = false;
             t->live--;
             mri_ledger_deallocate(&t->base.ledger, t->base.upstream, p, size, align);
-            MR_ASSERT_EXPENSIVE(check_locked(t));
+            MRI_WALK(&t->walk, check_locked(t, &t->walk.steps));
             unlock(&t->base);
             return;
         }
@@ -663,7 +664,7 @@ MR_API size_t mr_tracking_report(const mr_tracking *t, FILE *f)
 
 #define CHECK(cond, ...) MRI_VERIFY(cond, "mr_tracking_check", (const void *)t, __VA_ARGS__)
 
-static bool check_locked(const mr_tracking *t)
+static bool check_locked(const mr_tracking *t, size_t *steps)
 {
     CHECK(t->cap == 0 ? t->tab == NULL && t->bits == 0
                       : t->tab != NULL && t->cap >= TABLE_MIN && t->cap == (size_t)1 << t->bits,
@@ -682,10 +683,11 @@ static bool check_locked(const mr_tracking *t)
         CHECK(r->seq >= 1 && r->seq <= t->base.ledger.upstream_allocations,
               "record %zu (%#jx) has sequence number %zu of %zu allocations", i, (uintmax_t)r->p, r->seq,
               t->base.ledger.upstream_allocations);
-        for (size_t j = home(r->p, t->bits); j != i; j = (j + 1) & mask)
+        for (size_t j = home(r->p, t->bits); j != i; j = (j + 1) & mask, ++*steps)
             CHECK(t->tab[j].p != 0, "record %zu (%#jx) is past an empty slot %zu of its probe sequence", i,
                   (uintmax_t)r->p, j);
     }
+    *steps += t->cap;
     CHECK(used == t->used && live == t->live, "%zu occupied and %zu live slots, counted %zu and %zu", used, live,
           t->used, t->live);
     return mri_ledger_verify(&t->base.ledger, "mr_tracking_check", t, bytes, live);
@@ -697,8 +699,9 @@ MR_API bool mr_tracking_check(const mr_tracking *t)
         mri_verify_report("mr_tracking_check", t, "adaptor is NULL");
         return false;
     }
+    size_t steps = 0;
     lock(&t->base);
-    bool ok = check_locked(t);
+    bool ok = check_locked(t, &steps);
     unlock(&t->base);
     return ok;
 }

@@ -124,7 +124,10 @@ struct mr_arena {
     size_t header_size; /* bytes of this header from upstream; 0 when carved from a buffer */
     void *buffer;       /* the caller's buffer (unpoisoned on destroy) */
     size_t buffer_size;
+    struct mri_walk walk; /* MR_DEBUG 3: when the next walk is due */
 };
+
+static MRI_UNUSED bool walk(const mr_arena *a, size_t *steps);
 
 /* ---- blocks ---- */
 
@@ -338,7 +341,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align);
 MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align)
 {
     void *p = alloc_slow(a, size, align);
-    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
+    MRI_WALK(&a->walk, walk(a, &a->walk.steps));
     return p;
 }
 
@@ -507,7 +510,7 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
         mri_track_poison(data_of(first), first->size - HDR);
     }
     restart(a);
-    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
+    MRI_WALK_NOW(&a->walk, walk(a, &a->walk.steps));
     return a;
 }
 
@@ -549,7 +552,7 @@ MR_API void mr_arena_release(mr_arena *a)
     a->hot.id = new_id(); /* every mark of the released blocks goes stale */
     restart(a);
     MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
-    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
+    MRI_WALK_NOW(&a->walk, walk(a, &a->walk.steps));
 }
 
 MR_API void mr_arena_destroy(mr_arena *a)
@@ -592,7 +595,6 @@ static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, uintptr_t mend, si
     } else {
         restart(a);
     }
-    MR_ASSERT_EXPENSIVE(mr_arena_check(a));
 }
 
 /* Is b a block in use (the chain up to cur)?  O(blocks in use). */
@@ -635,9 +637,14 @@ MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
     MR_ASSERT(a != NULL, "mr_arena_rewind: arena is NULL");
     if (mark_ok(a, m))
         rewind_to(a, m.mri_block, m.mri_ptr, m.mri_end, m.mri_big_seq, m.mri_cleanup_seq);
+    MRI_WALK(&a->walk, walk(a, &a->walk.steps));
 }
 
-MR_API void mr_arena_reset(mr_arena *a) { rewind_to(a, NULL, 0, 0, 0, 0); }
+MR_API void mr_arena_reset(mr_arena *a)
+{
+    rewind_to(a, NULL, 0, 0, 0, 0);
+    MRI_WALK_NOW(&a->walk, walk(a, &a->walk.steps));
+}
 
 MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
 {
@@ -759,7 +766,8 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
     from->hot.id = new_id();
     from->next_size = from->block_size;
     restart(from);
-    MR_ASSERT_EXPENSIVE(mr_arena_check(into) && mr_arena_check(from));
+    MRI_WALK_NOW(&into->walk, walk(into, &into->walk.steps));
+    MRI_WALK_NOW(&from->walk, walk(from, &from->walk.steps));
     return 0;
 }
 
@@ -931,11 +939,17 @@ MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
 
 #define CHECK(cond, ...) MRI_VERIFY(cond, "mr_arena_check", (const void *)a, __VA_ARGS__)
 
-static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *owned, bool dedicated)
+/* Checks a list of blocks: `filled` says whether the blocks before the
+ * current one (the whole list when there is no current one in it) hold
+ * fill levels to check. */
+static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *owned, bool filled, size_t *steps)
 {
     for (; b != NULL; b = b->next) {
+        ++*steps;
         CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
-        if (dedicated || (a->hot.cur != NULL && in_use_block(a, b) && b != a->hot.cur))
+        if (b == a->hot.cur)
+            filled = false; /* the current block's levels are hot.ptr / hot.end; spares after it */
+        else if (filled)
             CHECK(b->top >= data_of(b) && b->top <= b->low && b->low <= end_of(b),
                   "block %p: fill %#jx and strings %#jx outside it", (const void *)b, (uintmax_t)b->top,
                   (uintmax_t)b->low);
@@ -947,7 +961,8 @@ static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *
     return true;
 }
 
-MR_API bool mr_arena_check(const mr_arena *a)
+/* mr_arena_check, counting its work into *steps (MRI_WALK). */
+static bool walk(const mr_arena *a, size_t *steps)
 {
     if (a == NULL) {
         mri_verify_report("mr_arena_check", a, "arena is NULL");
@@ -963,9 +978,11 @@ MR_API bool mr_arena_check(const mr_arena *a)
     } else {
         CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
     }
-    if (!check_list(a, a->head, &held, &owned, false) || !check_list(a, a->hot.big, &held, &owned, true) ||
-        !check_list(a, a->big_spare, &held, &owned, false))
+    if (!check_list(a, a->head, &held, &owned, a->hot.cur != NULL, steps) ||
+        !check_list(a, a->hot.big, &held, &owned, true, steps) ||
+        !check_list(a, a->big_spare, &held, &owned, false, steps))
         return false;
+    *steps += a->hot.big_seq + a->hot.cleanup_seq;
     size_t seq = a->hot.big_seq;
     for (const block *b = a->hot.big; b != NULL; b = b->next, seq--)
         CHECK(seq_of(b) == seq && seq != 0, "dedicated block %p numbered %zu, expected %zu", (const void *)b,
@@ -980,4 +997,10 @@ MR_API bool mr_arena_check(const mr_arena *a)
     CHECK(a->next_size >= a->block_size && a->next_size <= a->max_block_size, "growth size %zu outside [%zu, %zu]",
           a->next_size, a->block_size, a->max_block_size);
     return true;
+}
+
+MR_API bool mr_arena_check(const mr_arena *a)
+{
+    size_t steps = 0;
+    return walk(a, &steps);
 }

@@ -78,6 +78,45 @@ MR_NORETURN MR_COLD void mri_check_fail(const char *expr, const char *msg, const
 #  define MR_ASSERT_EXPENSIVE(e) ((void)0)
 #endif
 
+/* MR_DEBUG >= 3 walks an allocator after its slow paths, amortised: a walk
+ * of S steps is followed by S / MRI_WALK_RATIO slow-path calls with none,
+ * so the walks cost O(MRI_WALK_RATIO) steps per call whatever the
+ * allocator holds (a test of n frees in an ASan build, where every free
+ * takes the slow path, stays linear), while a small allocator is walked
+ * after every call.  reset, release and destroy walk every time
+ * (MRI_WALK_NOW).  The allocator embeds one struct mri_walk; its walker
+ * counts the steps it takes into w->steps.  Compiled out below
+ * MR_DEBUG 3. */
+struct mri_walk {
+    size_t calls; /* slow-path calls since the last walk */
+    size_t due;   /* calls between the last walk and the next */
+    size_t steps; /* the last walk's steps (its walker adds to it) */
+};
+#define MRI_WALK_RATIO ((size_t)4)
+static inline bool mri_walk_due(struct mri_walk *w) { return ++w->calls > w->due; }
+static inline void mri_walk_done(struct mri_walk *w)
+{
+    w->calls = 0;
+    w->due = w->steps / MRI_WALK_RATIO;
+    w->steps = 0;
+}
+#if MR_DEBUG >= 3
+#  define MRI_WALK_IF(now, w, e)                                                      \
+    do {                                                                             \
+        if ((now) || mri_walk_due(w)) {                                              \
+            MRI_CHECK_FAIL_IF(!(e), e, "invariant walk");                            \
+            mri_walk_done(w);                                                        \
+        }                                                                            \
+    } while (0)
+#else
+#  define MRI_WALK_IF(now, w, e) ((void)0)
+#endif
+/* After a slow path: walk w's allocator when due (e: its walker's call,
+ * counting into (w)->steps). */
+#define MRI_WALK(w, e) MRI_WALK_IF(false, w, e)
+/* At reset, release, destroy: walk now. */
+#define MRI_WALK_NOW(w, e) MRI_WALK_IF(true, w, e)
+
 /* The walkers (mr_<object>_check) report the first violated invariant with
  * one line on stderr, "memres: mr_arena_check(0x...): <what>", and return
  * false: MRI_VERIFY(cond, who, obj, fmt, ...) inside a function returning

@@ -92,7 +92,10 @@ struct mr_objpool {
     size_t header_bytes;   /* this struct (and, thread-safe, the engine after it) */
     struct mri_tc *tc;     /* thread_safe: the thread caches, one class (tcache.c);
                               blocks/directory unused */
+    struct mri_walk walk;  /* MR_DEBUG 3: when the next walk is due */
 };
+
+static MRI_UNUSED bool walk(const mr_objpool *p, size_t *steps);
 
 /* ---- blocks ---- */
 
@@ -235,7 +238,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         mri_tc_start(p->tc);
         p->hot.tc_id = p->tc->id;
     }
-    MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
+    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
     return p;
 }
 
@@ -274,7 +277,7 @@ MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p)
     }
     mri_track_unpoison(obj, h->size);
     h->allocations++;
-    MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
+    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
     return obj;
 }
 
@@ -297,7 +300,7 @@ MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
     h->free = obj;
     h->frees++;
     mri_track_poison(obj, h->size);
-    MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
+    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
 }
 
 /* ---- reset / release ---- */
@@ -324,7 +327,7 @@ MR_API void mr_objpool_reset(mr_objpool *p)
     p->hot.ptr = p->hot.end = 0;
     p->hot.frees = p->hot.allocations;
     p->used = 0;
-    MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
+    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
 }
 
 MR_API void mr_objpool_release(mr_objpool *p)
@@ -346,7 +349,7 @@ MR_API void mr_objpool_release(mr_objpool *p)
     p->hot.ptr = p->hot.end = 0;
     p->hot.frees = p->hot.allocations;
     MR_ASSERT_INTERNAL(p->ledger.held == p->header_bytes);
-    MR_ASSERT_EXPENSIVE(mr_objpool_check(p));
+    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
 }
 
 /* ---- stats and checks ---- */
@@ -409,7 +412,8 @@ static uintptr_t block_of(uintptr_t q, const uintptr_t *sorted, void *const *dir
 /* The free list: every entry an object boundary in the carved part of a
  * block, and free + live == carved.  sorted: the carved blocks' bases in
  * ascending order, or NULL for a linear scan. */
-static bool check_free_list(const mr_objpool *p, const uintptr_t *sorted, uintptr_t cur, size_t carved, size_t live)
+static bool check_free_list(const mr_objpool *p, const uintptr_t *sorted, uintptr_t cur, size_t carved, size_t live,
+                            size_t *steps)
 {
     const struct mri_objpool_hot *h = &p->hot;
     size_t nfree = 0;
@@ -426,11 +430,13 @@ static bool check_free_list(const mr_objpool *p, const uintptr_t *sorted, uintpt
               "(a cycle: an object freed twice?)", carved - live);
         nfree++;
     }
+    *steps += nfree * (sorted != NULL ? 1 + (size_t)(64 - MR_CLZLL((unsigned long long)p->used | 1)) : p->used);
     CHECK(nfree + live == carved, "free %zu + live %zu != carved %zu", nfree, live, carved);
     return true;
 }
 
-MR_API bool mr_objpool_check(const mr_objpool *p)
+/* mr_objpool_check, counting its work into *steps (MRI_WALK). */
+static bool walk(const mr_objpool *p, size_t *steps)
 {
     if (p == NULL) {
         mri_verify_report("mr_objpool_check", p, "pool is NULL");
@@ -496,9 +502,16 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
             qsort(sorted, p->used, sizeof *sorted, cmp_addr);
         }
     }
-    bool ok = check_free_list(p, sorted, cur, carved, live);
+    *steps += p->nblocks;
+    bool ok = check_free_list(p, sorted, cur, carved, live, steps);
     free(sorted);
     return ok;
+}
+
+MR_API bool mr_objpool_check(const mr_objpool *p)
+{
+    size_t steps = 0;
+    return walk(p, &steps);
 }
 
 /* ---- recognising the resource view (memres.hpp's resource_adaptor) ---- */

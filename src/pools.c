@@ -258,7 +258,10 @@ struct mr_pools {
     size_t pool_max;            /* the largest pooled size (== hot.pool_max) */
     struct mri_tc *tc;          /* thread_safe: the thread caches (in the header
                                    block); they guard direct blocks and ledger too */
+    struct mri_walk walk;       /* MR_DEBUG 3: when the next walk is due */
 };
+
+static MRI_UNUSED bool walk(const mr_pools *p, size_t *steps);
 
 /* ---- classes ---- */
 
@@ -797,7 +800,7 @@ MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t a
     }
     mri_track_unpoison(b, size);
     c->allocations++;
-    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
     return b;
 }
 
@@ -826,7 +829,7 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
     mri_track_poison(ptr, c->size);
     c->free = ptr;
     c->frees++;
-    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
 }
 
 /* Reached when the inline path cannot keep the block: classes differ, a
@@ -933,7 +936,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     p->hot.alloc_max = p->hot.pool_max = p->pool_max;
     for (size_t i = 0; i < nclasses; i++)
         p->hot.classes[i].size = class_size(i);
-    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
     return p;
 }
 
@@ -968,7 +971,7 @@ MR_API void mr_pools_release(mr_pools *p)
     p->rec_ptr = p->rec_end = 0;
     p->rec_spare = NULL;
     MR_ASSERT_INTERNAL(p->ledger.held == p->header_bytes);
-    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
 }
 
 MR_API void mr_pools_reset(mr_pools *p)
@@ -981,7 +984,7 @@ MR_API void mr_pools_reset(mr_pools *p)
     }
     for (size_t i = 0; i < p->nclasses; i++)
         class_rewind(p, i);
-    MR_ASSERT_EXPENSIVE(mr_pools_check(p));
+    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
 }
 
 MR_API void mr_pools_destroy(mr_pools *p)
@@ -1053,10 +1056,29 @@ MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
 /* ---- invariants ---- */
 
 #define CHECK(cond, ...) MRI_VERIFY(cond, "mr_pools_check", (const void *)p, __VA_ARGS__)
+/* As CHECK, but reports and goes on (the caller tests cond and frees first). */
+#define CHECK_OR(cond, ...)                                                    \
+    do {                                                                       \
+        if (MR_UNLIKELY(!(cond)))                                              \
+            mri_verify_report("mr_pools_check", (const void *)p, __VA_ARGS__); \
+    } while (0)
+
+/* A carved part of a chunk, [lo, hi). */
+struct span {
+    uintptr_t lo, hi;
+};
+
+static int span_cmp(const void *x, const void *y)
+{
+    uintptr_t a = ((const struct span *)x)->lo, b = ((const struct span *)y)->lo;
+    return (a > b) - (a < b);
+}
 
 /* Checks class i; adds its chunk bytes to *chunk_bytes, its chunks to
- * *records (at most max_records in all: a cycle ends there). */
-static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t *records, size_t max_records)
+ * *records (at most max_records in all: a cycle ends there), its work to
+ * *steps. */
+static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t *records, size_t max_records,
+                        size_t *steps)
 {
     const struct mri_pools_class *c = &p->hot.classes[i];
     const size_t s = c->size;
@@ -1089,24 +1111,62 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
               "class %zu (%zu B): no chunk but current/bump/free set", i, s);
     else
         CHECK(seen_current, "class %zu (%zu B): current chunk not in the class's list", i, s);
-    size_t nfree = 0;
-    for (const void *b = c->free; b != NULL; b = mri_link_get(b, p->hot.key)) {
-        CHECK(++nfree <= capacity, "class %zu (%zu B): free list longer than the capacity %zu (cycle?)", i, s,
-              capacity);
-        uintptr_t a = (uintptr_t)b;
-        bool found = false;
-        for (const struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
-            uintptr_t carved_end = r == c->current ? c->bump : r->base + r->blocks * s;
-            if (a >= r->base && a < carved_end) {
-                CHECK((a - r->base) % s == 0, "class %zu (%zu B): free block %p not on a block boundary", i, s, b);
-                found = true;
-                break;
-            }
-            if (r == c->current)
-                break;
-        }
-        CHECK(found, "class %zu (%zu B): free block %p is in no carved part of the class's chunks", i, s, b);
+    /* the carved parts of the chunks, sorted, for the free list's lookups
+     * (a linear scan for a few chunks, or when the check cannot have the
+     * memory) */
+    size_t nspans = 0;
+    for (const struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
+        nspans++;
+        if (r == c->current)
+            break;
     }
+    struct span *spans = c->free != NULL && nspans > 16 ? malloc(nspans * sizeof *spans) : NULL;
+    if (spans != NULL) {
+        size_t k = 0;
+        for (const struct chunk_rec *r = c->chunks; k < nspans; r = r->next, k++)
+            spans[k] = (struct span){r->base, r == c->current ? c->bump : r->base + r->blocks * s};
+        qsort(spans, nspans, sizeof *spans, span_cmp);
+    }
+    *steps += nspans;
+    size_t nfree = 0;
+    bool ok = true;
+    for (const void *b = c->free; b != NULL && ok; b = mri_link_get(b, p->hot.key)) {
+        ok = ++nfree <= capacity;
+        CHECK_OR(ok, "class %zu (%zu B): free list longer than the capacity %zu (cycle?)", i, s, capacity);
+        uintptr_t a = (uintptr_t)b, base = 0;
+        if (spans != NULL) {
+            size_t lo = 0, hi = nspans; /* the first span with lo > a is at hi */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                *steps += 1;
+                if (spans[mid].lo <= a)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo > 0 && a < spans[lo - 1].hi)
+                base = spans[lo - 1].lo;
+        } else {
+            for (const struct chunk_rec *r = c->chunks; r != NULL; r = r->next) {
+                *steps += 1;
+                uintptr_t carved_end = r == c->current ? c->bump : r->base + r->blocks * s;
+                if (a >= r->base && a < carved_end) {
+                    base = r->base;
+                    break;
+                }
+                if (r == c->current)
+                    break;
+            }
+        }
+        ok = base != 0;
+        CHECK_OR(ok, "class %zu (%zu B): free block %p is in no carved part of the class's chunks", i, s, b);
+        ok = (a - base) % s == 0;
+        CHECK_OR(ok, "class %zu (%zu B): free block %p not on a block boundary", i, s, b);
+    }
+    *steps += nfree;
+    free(spans);
+    if (!ok)
+        return false;
     size_t bump_free = c->chunks != NULL ? (c->end - c->bump) / s : 0;
     size_t live = c->allocations - c->frees;
     CHECK(p->cold[i].carved == capacity - kept, "class %zu (%zu B): %zu blocks counted carved, %zu in the chunks", i,
@@ -1117,10 +1177,12 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
     return true;
 }
 
-static bool check_classes(const mr_pools *p, size_t *held, size_t *blocks);
+static bool check_classes(const mr_pools *p, size_t *held, size_t *blocks, size_t *steps);
 
-MR_API bool mr_pools_check(const mr_pools *p)
+/* mr_pools_check, counting its work into *steps (MRI_WALK). */
+static bool walk(const mr_pools *p, size_t *steps)
 {
+    *steps += p != NULL ? p->nclasses : 0;
     if (p == NULL) {
         mri_verify_report("mr_pools_check", p, "pool is NULL");
         return false;
@@ -1142,7 +1204,7 @@ MR_API bool mr_pools_check(const mr_pools *p)
         CHECK(p->hot.classes != NULL && p->hot.pool_max == p->pool_max && p->hot.alloc_max == p->pool_max &&
                   p->hot.guard == 0 && p->hot.tc_id == 0,
               "class table: pool_max %zu / %zu", p->hot.pool_max, p->pool_max);
-        if (!check_classes(p, &held, &blocks))
+        if (!check_classes(p, &held, &blocks, steps))
             return false;
     }
     size_t n = 0, bytes = 0;
@@ -1157,14 +1219,21 @@ MR_API bool mr_pools_check(const mr_pools *p)
         held += total;
         blocks++;
     }
+    *steps += n;
     CHECK(n == p->direct_count && bytes == p->direct_bytes, "direct blocks: %zu / %zu B, counted %zu / %zu B", n, bytes,
           p->direct_count, p->direct_bytes);
     return mri_ledger_verify(&p->ledger, "mr_pools_check", p, held, blocks);
 }
 
+MR_API bool mr_pools_check(const mr_pools *p)
+{
+    size_t steps = 0;
+    return walk(p, &steps);
+}
+
 /* The unsynchronised pool's classes and chunk records: adds their bytes
  * and upstream blocks. */
-static bool check_classes(const mr_pools *p, size_t *held, size_t *blocks)
+static bool check_classes(const mr_pools *p, size_t *held, size_t *blocks, size_t *steps)
 {
     size_t pages = 0;
     for (const struct rec_page *pg = p->rec_pages; pg != NULL; pg = pg->next) {
@@ -1177,7 +1246,7 @@ static bool check_classes(const mr_pools *p, size_t *held, size_t *blocks)
     for (const struct chunk_rec *r = p->rec_spare; r != NULL; r = r->next)
         CHECK(++spare <= handed_out, "spare chunk records: more than the %zu handed out (cycle?)", handed_out);
     for (size_t i = 0; i < p->nclasses; i++) {
-        if (!check_class(p, i, &chunk_bytes, &records, handed_out - spare))
+        if (!check_class(p, i, &chunk_bytes, &records, handed_out - spare, steps))
             return false;
         const struct mri_pools_class *c = &p->hot.classes[i];
         CHECK(c->chunks == c->current || (p->trim_mask[i / 64] >> (i % 64) & 1),
