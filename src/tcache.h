@@ -18,7 +18,7 @@
 
 #include "internal.h"
 #include "ledger.h"
-#include "memres/tcache.h"
+#include "memres/bits/tcache.h"
 #include "track.h"
 
 /* A (pool, thread) cache.  On the pool's active list while a thread has it,
@@ -144,7 +144,7 @@ static inline struct mri_tc_slot *mri_tc_slot(struct mri_tc *t, size_t i)
 }
 
 /* A block of class i, or NULL with errno = ENOMEM: mri_tc_take (in
- * memres/tcache.h, the users' inline path) with links read as track.h
+ * memres/bits/tcache.h, the users' inline path) with links read as track.h
  * does, then a refill. */
 static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
 {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "memres/bits/link.h"
 
 #if MR_SANITIZED && defined(__has_include)
 #  if __has_include(<sanitizer/asan_interface.h>)

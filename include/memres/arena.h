@@ -24,6 +24,7 @@
 
 #include "memres/pages.h"
 #include "memres/resource.h"
+#include "memres/bits/arena.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,12 +68,8 @@ typedef struct mr_arena_options {
  * aligned object always fit, whatever the buffer's alignment. */
 #define MR_ARENA_BUFFER_MIN ((size_t)320)
 
-/* The alignment of mr_arena_alloc: alignof(max_align_t) (16 on x86-64). */
-#define MR_ARENA_ALIGN ((size_t)_Alignof(max_align_t))
-#ifdef __cplusplus
-#  undef MR_ARENA_ALIGN
-#  define MR_ARENA_ALIGN ((size_t)alignof(max_align_t))
-#endif
+/* MR_ARENA_ALIGN (memres/bits/arena.h): the alignment of mr_arena_alloc,
+ * alignof(max_align_t) (16 on x86-64). */
 
 /* A position in an arena, from mr_arena_save.  A small value type: copy it,
  * keep it anywhere.  Fields are private.  It names its arena (an id never
@@ -108,26 +105,6 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts);
  * header.  NULL: no-op.  Every pointer from the arena becomes invalid. */
 MR_API void mr_arena_destroy(mr_arena *a);
 
-/* Out-of-line slow path of the allocation functions; not for direct use. */
-MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align);
-
-/* Private: the fields the inline fast paths read, first in struct mr_arena. */
-struct mri_arena_hot {
-    uintptr_t ptr;       /* next free byte of the current block (MR_ARENA_ALIGN-aligned) */
-    uintptr_t end;       /* end of the free space: byte-packed strings lie above it, up to
-                            the end of the current block */
-    size_t allocations;  /* successful allocations so far */
-    struct mri_arena_block *cur;        /* current block; NULL: none in use */
-    struct mri_arena_block *big;        /* dedicated blocks in use, newest first */
-    struct mri_arena_cleanup *cleanups; /* pending cleanups, newest first */
-    size_t big_seq;      /* dedicated blocks in use (the newest one's number) */
-    size_t cleanup_seq;  /* pending cleanups (the newest one's number) */
-    uint64_t id;         /* never reused by another arena; renewed by release */
-};
-
-/* Requests up to this size take the inline path; p + size cannot wrap for
- * them because no block lies within this distance of the top of memory. */
-#define MRI_ARENA_INLINE_MAX ((size_t)1 << 20)
 
 /* Allocates size bytes aligned to MR_ARENA_ALIGN.  size 0: a valid non-NULL
  * pointer.  Failure: NULL, errno = ENOMEM, nothing changed.  The memory is
@@ -150,26 +127,6 @@ static inline void *mr_arena_alloc(mr_arena *a, size_t size)
     }
 #endif
     return mri_arena_alloc_slow(a, size, MR_ARENA_ALIGN);
-}
-
-/* Private: size bytes aligned to 8, packed down from the top of the free
- * space at 8-byte granularity (the side byte-packed strings use), so an
- * object whose alignment is at most 8 is not rounded to MR_ARENA_ALIGN.
- * size <= end - ptr suffices: ptr is a multiple of 16, so rounding
- * end - size down to 8 stays at or above it. */
-static inline void *mri_arena_alloc_down8(mr_arena *a, size_t size)
-{
-#if !MR_CHECKED
-    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
-    if (MR_LIKELY(size <= h->end - h->ptr)) {
-        uintptr_t q = (h->end - size) & ~(uintptr_t)7;
-        MR_ASSUME(q != 0);
-        h->end = q;
-        h->allocations++;
-        return (void *)q;
-    }
-#endif
-    return mri_arena_alloc_slow(a, size, 8);
 }
 
 /* As mr_arena_alloc with any power-of-two alignment (above the page size
@@ -203,9 +160,6 @@ MR_API void *mr_arena_calloc(mr_arena *a, size_t count, size_t size);
  * Failure: NULL, errno = ENOMEM, p untouched and still valid.  The result is
  * aligned to MR_ARENA_ALIGN (or keeps p's alignment when p does not move). */
 MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_size);
-
-/* Out-of-line path of mr_arena_strdup; not for direct use. */
-MR_API MR_NOINLINE char *mri_arena_strdup_slow(mr_arena *a, const char *s);
 
 /* Copies of s (NUL-terminated) / of at most n bytes of s, NUL-terminated,
  * packed at byte granularity (see mr_arena_alloc_aligned: the top side).
@@ -247,9 +201,6 @@ static inline mr_arena_mark mr_arena_save(const mr_arena *a)
     return m;
 }
 
-/* Out-of-line part of mr_arena_rewind; not for direct use. */
-MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m);
-
 /* Frees everything allocated after m was saved, running the cleanups
  * registered after it (LIFO) first.  Memory is kept: allocating the same
  * sequence again hands out the same addresses with no upstream call.
@@ -283,44 +234,6 @@ static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
     }
 #endif
     mri_arena_rewind_slow(a, m);
-}
-
-/* Private: is p (an allocation of size bytes from a) the newest allocation
- * of the current block?  Then it can be resized or given back in place.
- * For a genuine allocation, ptr - p == size rounded can hold only for the
- * newest one: an allocation of an older block ends before the current
- * block's data begins.  Shared by mr_arena_realloc, the resource view and
- * the C++ bridge (memres.hpp). */
-static inline bool mri_arena_is_newest(const mr_arena *a, const void *p, size_t size)
-{
-    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
-    return h->cur != NULL && size <= (size_t)PTRDIFF_MAX &&
-           h->ptr - (uintptr_t)p == ((size + MR_ARENA_ALIGN - 1) & ~(uintptr_t)(MR_ARENA_ALIGN - 1));
-}
-
-/* Private: is p (size bytes) the newest allocation of the top side (packed
- * strings, mri_arena_alloc_down8)?  It then starts at hot.end. */
-static inline bool mri_arena_is_newest_top(const mr_arena *a, const void *p, size_t size)
-{
-    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
-    return (uintptr_t)p == h->end && h->cur != NULL && size <= (size_t)PTRDIFF_MAX;
-}
-
-/* Private: gives back p (size bytes) when it is the newest allocation: the
- * resource view's deallocate, inline for the C++ bridge.  Out of line in
- * sanitizer builds, which poison what comes back. */
-MR_API void mri_arena_free_newest_slow(mr_arena *a, void *p, size_t size);
-static inline void mri_arena_free_newest(mr_arena *a, void *p, size_t size)
-{
-#if !MR_CHECKED
-    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
-    if (mri_arena_is_newest(a, p, size))
-        h->ptr = (uintptr_t)p;
-    else if (mri_arena_is_newest_top(a, p, size))
-        h->end = (uintptr_t)p + size;
-#else
-    mri_arena_free_newest_slow(a, p, size);
-#endif
 }
 
 /* Frees everything (cleanups run first) and keeps every block for reuse, in

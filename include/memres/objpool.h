@@ -55,7 +55,7 @@
 #include <string.h>
 
 #include "memres/resource.h"
-#include "memres/tcache.h"
+#include "memres/bits/objpool.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,8 +74,8 @@ typedef struct mr_objpool_options {
 #define MR_OBJPOOL_DEFAULT_OBJECTS_PER_BLOCK ((size_t)1024)
 
 /* Creates a pool of objects of object_size bytes aligned to align.  opts may
- * be NULL (all defaults).  Only the pool's header (200 bytes on 64-bit; 624 thread-safe)
- * is taken from upstream now; the first block comes with the first
+ * be NULL (all defaults).  Only the pool's header (a few hundred bytes) is
+ * taken from upstream now; the first block comes with the first
  * allocation.  Each block is exactly objects_per_block * (rounded size)
  * bytes, requested from upstream with the pool's alignment (any power of
  * two the upstream supports: 4096 and above with the malloc resource); the
@@ -89,116 +89,6 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
 /* Returns every block and the header to upstream.  NULL: no-op.  Every
  * object from the pool becomes invalid. */
 MR_API void mr_objpool_destroy(mr_objpool *p);
-
-/* Out-of-line slow paths of mr_objpool_alloc and mr_objpool_free; not for
- * direct use.  mri_objpool_alloc_slow returns the object (or NULL, ENOMEM). */
-MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p);
-MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj);
-
-/* Private: the fields the inline fast paths read, first in struct mr_objpool.
- * Invariant: ptr and end lie in the current block (ptr == end == 0 before
- * the first block), end - ptr is a multiple of size, and every object on
- * the free list holds the address of the next one in its first word. */
-struct mri_objpool_hot {
-    void     *free;         /* most recently freed object; NULL: list empty */
-    uintptr_t ptr;          /* next never-used object of the current block */
-    uintptr_t end;          /* end of the current block; ptr == end: exhausted */
-    size_t    size;         /* object size, rounded (the stride between objects) */
-    size_t    allocations;  /* successful allocations so far */
-    size_t    frees;        /* objects freed so far (reset counts all live ones) */
-    uintptr_t key;          /* free-list link encoding (mri_link_load) */
-    uintptr_t guard;        /* 0; UINTPTR_MAX in a thread-safe pool, whose frees
-                               (like its allocations: free and ptr == end stay 0)
-                               all leave the unsynchronised inline path */
-    uint64_t tc_id;         /* thread-safe: the pool's id (memres/tcache.h); 0: not */
-};
-
-/* Private: the unsynchronised part of mr_objpool_alloc, for in-project
- * clients that handle the rest out of line: an object from the free list
- * or the block, else NULL -- always for a thread-safe pool (its free and
- * ptr == end stay 0) and in checked builds; the caller then calls
- * mr_objpool_alloc. */
-static inline void *mri_objpool_take(mr_objpool *p)
-{
-#if !MR_CHECKED
-    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
-    void *obj = h->free;
-    if (MR_LIKELY(obj != NULL)) {
-        h->free = mri_link_load(obj, h->key);
-        h->allocations++;
-        return obj;
-    }
-    uintptr_t q = h->ptr;
-    if (MR_LIKELY(q != h->end)) {
-        MR_ASSUME(q != 0); /* a block is never at address 0 */
-        h->allocations++; /* first: see mri_pools_class_take */
-        h->ptr = q + h->size;
-        return (void *)q;
-    }
-#else
-    (void)p;
-#endif
-    return NULL;
-}
-
-/* Private: the unsynchronised part of mr_objpool_free: true when obj went
- * on the free list; false for a thread-safe pool, obj NULL, and in checked
- * builds (the caller then calls mr_objpool_free). */
-static inline bool mri_objpool_put(mr_objpool *p, void *obj)
-{
-#if !MR_CHECKED
-    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
-    if (MR_LIKELY((uintptr_t)obj > h->guard)) { /* not NULL, and not thread-safe */
-        mri_link_store(obj, h->free, h->key);
-        h->free = obj;
-        h->frees++;
-        return true;
-    }
-#else
-    (void)p, (void)obj;
-#endif
-    return false;
-}
-
-/* Private: the thread-safe part of mr_objpool_alloc: an object from the
- * calling thread's cache of p, else NULL -- p not thread-safe, the thread's
- * first call, an empty cache, a checked build (the caller then calls
- * mri_objpool_alloc_slow or mr_objpool_alloc).  The entry's id is tested
- * here, not through mri_tc_slot_of, whose NULL answer costs a test and a
- * jump more (here and in mri_objpool_tc_put). */
-static inline void *mri_objpool_tc_take(mr_objpool *p)
-{
-#if !MR_CHECKED
-    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    if (h->tc_id != 0) { /* thread-safe: this thread's cache of the pool */
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
-        if (MR_LIKELY(e->id == h->tc_id))
-            return mri_tc_take(&e->slots[0], h->key);
-    }
-#else
-    (void)p;
-#endif
-    return NULL;
-}
-
-/* Private: the thread-safe part of mr_objpool_free: true when obj went to
- * the calling thread's cache of p; false when p is not thread-safe, obj is
- * NULL, the thread has no cache of p, its list is full, and in checked
- * builds. */
-static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
-{
-#if !MR_CHECKED
-    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    if (h->tc_id != 0 && obj != NULL) {
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
-        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key)))
-            return true;
-    }
-#else
-    (void)p, (void)obj;
-#endif
-    return false;
-}
 
 /* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
  * pool's alignment, uninitialised).  Failure: NULL, errno = ENOMEM, nothing
@@ -269,7 +159,8 @@ MR_API bool mr_objpool_check(const mr_objpool *p);
  * allocate(size, align) gives an object when size <= the rounded object size
  * and align <= the pool's alignment (size 0 too); larger sizes fail with
  * ENOMEM, larger alignments with EINVAL.  deallocate frees the object (size
- * and align are not needed).  Equal only to itself.  Not thread-safe. */
+ * and align are not needed).  Equal only to itself.  Thread-safe exactly
+ * when the pool is. */
 MR_API mr_resource *mr_objpool_resource(mr_objpool *p);
 
 /* The pool whose mr_objpool_resource() view r is; NULL when r is NULL or any

@@ -105,30 +105,6 @@ MR_API mr_resource *mr_get_default_resource(void);
  * r NULL restores the malloc resource.  r must outlive its use as default. */
 MR_API mr_resource *mr_set_default_resource(mr_resource *r);
 
-/* Private: the free-list links of object pools and size-class pools.  In
- * a hardened build (MR_HARDENED, config.h) they are stored encoded, like
- * glibc's safe-linking and mimalloc's encoded lists: the word in a free
- * object is next ^ key ^ (address of the word >> 12), with a random key per
- * pool, so a use-after-free write or a double free cannot make the pool hand
- * out an address of an attacker's choosing -- the value written decodes to
- * an address nobody knows in advance.  A load, two xors and a shift per
- * operation; otherwise the mask is 0 and the link is a plain pointer. */
-static inline uintptr_t mri_link_mask(const void *slot, uintptr_t key)
-{
-    return MR_HARDENED ? key ^ ((uintptr_t)slot >> 12) : 0;
-}
-static inline void *mri_link_load(const void *slot, uintptr_t key)
-{
-    uintptr_t v;
-    memcpy(&v, slot, sizeof v); /* memcpy: the memory has the user's types */
-    return (void *)(v ^ mri_link_mask(slot, key));
-}
-static inline void mri_link_store(void *slot, const void *next, uintptr_t key)
-{
-    uintptr_t v = (uintptr_t)next ^ mri_link_mask(slot, key);
-    memcpy(slot, &v, sizeof v);
-}
-
 /* ---- misuse: one handler for everything memres detects ----
  * Misuse that memres detects calls the violation handler with a short
  * description and the pointer concerned (or NULL).  The default handler

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* memres/tcache.h -- private: what the inline paths of thread-safe pools
+/* memres/bits/tcache.h -- private: what the inline paths of thread-safe pools
  * (mr_pools, mr_objpool with thread_safe = true) read.  Not for direct use;
  * the layout changes between versions (rebuild against the headers of the
  * library you link).
@@ -12,13 +12,13 @@
  * the shared library); an entry that does not match, an empty list or
  * region, and a list at its limit go out of line (src/tcache.c).
  */
-#ifndef MEMRES_TCACHE_H
-#define MEMRES_TCACHE_H
+#ifndef MEMRES_BITS_TCACHE_H
+#define MEMRES_BITS_TCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memres/resource.h"
+#include "memres/bits/link.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,4 +103,4 @@ static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key)
 #ifdef __cplusplus
 }
 #endif
-#endif /* MEMRES_TCACHE_H */
+#endif /* MEMRES_BITS_TCACHE_H */

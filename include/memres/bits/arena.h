@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* memres/bits/arena.h -- private: what the inline paths of memres/arena.h
+ * read and call.  Not for direct use; the layout changes between versions
+ * (rebuild against the headers of the library you link).
+ *
+ * Internal API for memres's own clients (memres.hpp): mri_arena_alloc_down8
+ * (an alignment of 8 or less, packed down from the top of the free space)
+ * and mri_arena_free_newest (the resource view's deallocate, inline). */
+#ifndef MEMRES_BITS_ARENA_H
+#define MEMRES_BITS_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memres/config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mr_arena mr_arena;
+struct mr_arena_mark; /* memres/arena.h */
+
+/* The alignment of mr_arena_alloc: alignof(max_align_t) (16 on x86-64). */
+#define MR_ARENA_ALIGN ((size_t)_Alignof(max_align_t))
+#ifdef __cplusplus
+#  undef MR_ARENA_ALIGN
+#  define MR_ARENA_ALIGN ((size_t)alignof(max_align_t))
+#endif
+
+/* The out-of-line paths (src/arena.c). */
+MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align);
+MR_API MR_NOINLINE char *mri_arena_strdup_slow(mr_arena *a, const char *s);
+MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, struct mr_arena_mark m);
+MR_API void mri_arena_free_newest_slow(mr_arena *a, void *p, size_t size);
+
+/* The fields the inline paths read, first in struct mr_arena. */
+struct mri_arena_hot {
+    uintptr_t ptr;       /* next free byte of the current block (MR_ARENA_ALIGN-aligned) */
+    uintptr_t end;       /* end of the free space: byte-packed strings lie above it, up to
+                            the end of the current block */
+    size_t allocations;  /* successful allocations so far */
+    struct mri_arena_block *cur;        /* current block; NULL: none in use */
+    struct mri_arena_block *big;        /* dedicated blocks in use, newest first */
+    struct mri_arena_cleanup *cleanups; /* pending cleanups, newest first */
+    size_t big_seq;      /* dedicated blocks in use (the newest one's number) */
+    size_t cleanup_seq;  /* pending cleanups (the newest one's number) */
+    uint64_t id;         /* never reused by another arena; renewed by release */
+};
+
+/* Requests up to this size take the inline path; p + size cannot wrap for
+ * them because no block lies within this distance of the top of memory. */
+#define MRI_ARENA_INLINE_MAX ((size_t)1 << 20)
+
+/* size bytes aligned to 8, packed down from the top of the free space at
+ * 8-byte granularity (the side byte-packed strings use), so an object whose
+ * alignment is at most 8 is not rounded to MR_ARENA_ALIGN.  size <= end -
+ * ptr suffices: ptr is a multiple of 16, so rounding end - size down to 8
+ * stays at or above it. */
+static inline void *mri_arena_alloc_down8(mr_arena *a, size_t size)
+{
+#if !MR_CHECKED
+    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
+    if (MR_LIKELY(size <= h->end - h->ptr)) {
+        uintptr_t q = (h->end - size) & ~(uintptr_t)7;
+        MR_ASSUME(q != 0);
+        h->end = q;
+        h->allocations++;
+        return (void *)q;
+    }
+#endif
+    return mri_arena_alloc_slow(a, size, 8);
+}
+
+/* Is p (an allocation of size bytes from a) the newest allocation of the
+ * current block?  Then it can be resized or given back in place.  For a
+ * genuine allocation, ptr - p == size rounded can hold only for the newest
+ * one: an allocation of an older block ends before the current block's
+ * data begins. */
+static inline bool mri_arena_is_newest(const mr_arena *a, const void *p, size_t size)
+{
+    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
+    return h->cur != NULL && size <= (size_t)PTRDIFF_MAX &&
+           h->ptr - (uintptr_t)p == ((size + MR_ARENA_ALIGN - 1) & ~(uintptr_t)(MR_ARENA_ALIGN - 1));
+}
+
+/* Is p (size bytes) the newest allocation of the top side (packed strings,
+ * mri_arena_alloc_down8)?  It then starts at hot.end. */
+static inline bool mri_arena_is_newest_top(const mr_arena *a, const void *p, size_t size)
+{
+    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
+    return (uintptr_t)p == h->end && h->cur != NULL && size <= (size_t)PTRDIFF_MAX;
+}
+
+/* Gives back p (size bytes) when it is the newest allocation of either
+ * side: the resource view's deallocate.  Out of line in checked builds,
+ * which poison what comes back. */
+static inline void mri_arena_free_newest(mr_arena *a, void *p, size_t size)
+{
+#if !MR_CHECKED
+    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
+    if (mri_arena_is_newest(a, p, size))
+        h->ptr = (uintptr_t)p;
+    else if (mri_arena_is_newest_top(a, p, size))
+        h->end = (uintptr_t)p + size;
+#else
+    mri_arena_free_newest_slow(a, p, size);
+#endif
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_BITS_ARENA_H */

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* memres/bits/objpool.h -- private: what the inline paths of
+ * memres/objpool.h read and call.  Not for direct use; the layout changes
+ * between versions (rebuild against the headers of the library you link).
+ *
+ * Internal API for memres's own clients (memres.hpp): none beyond the
+ * public mr_objpool_alloc / mr_objpool_free. */
+#ifndef MEMRES_BITS_OBJPOOL_H
+#define MEMRES_BITS_OBJPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memres/bits/link.h"
+#include "memres/bits/tcache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mr_objpool mr_objpool;
+
+/* The out-of-line paths (src/objpool.c); alloc returns the object or NULL
+ * with errno = ENOMEM. */
+MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p);
+MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj);
+
+/* The fields the inline paths read, first in struct mr_objpool.
+ * Invariant: ptr and end lie in the current block (ptr == end == 0 before
+ * the first block), end - ptr is a multiple of size, and every object on
+ * the free list holds the address of the next one in its first word. */
+struct mri_objpool_hot {
+    void     *free;         /* most recently freed object; NULL: list empty */
+    uintptr_t ptr;          /* next never-used object of the current block */
+    uintptr_t end;          /* end of the current block; ptr == end: exhausted */
+    size_t    size;         /* object size, rounded (the stride between objects) */
+    size_t    allocations;  /* successful allocations so far */
+    size_t    frees;        /* objects freed so far (reset counts all live ones) */
+    uintptr_t key;          /* free-list link encoding (bits/link.h) */
+    uintptr_t guard;        /* 0; UINTPTR_MAX in a thread-safe pool, whose frees
+                               (like its allocations: free and ptr == end stay 0)
+                               all leave the unsynchronised inline path */
+    uint64_t tc_id;         /* thread-safe: the pool's id (bits/tcache.h); 0: not */
+};
+
+/* The unsynchronised part of mr_objpool_alloc: an object from the free list
+ * or the block, else NULL -- always for a thread-safe pool (its free and
+ * ptr == end stay 0) and in checked builds. */
+static inline void *mri_objpool_take(mr_objpool *p)
+{
+#if !MR_CHECKED
+    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
+    void *obj = h->free;
+    if (MR_LIKELY(obj != NULL)) {
+        h->free = mri_link_load(obj, h->key);
+        h->allocations++;
+        return obj;
+    }
+    uintptr_t q = h->ptr;
+    if (MR_LIKELY(q != h->end)) {
+        MR_ASSUME(q != 0); /* a block is never at address 0 */
+        h->allocations++; /* first: see mri_pools_class_take */
+        h->ptr = q + h->size;
+        return (void *)q;
+    }
+#else
+    (void)p;
+#endif
+    return NULL;
+}
+
+/* The unsynchronised part of mr_objpool_free: true when obj went on the
+ * free list; false for a thread-safe pool, obj NULL, and in checked
+ * builds. */
+static inline bool mri_objpool_put(mr_objpool *p, void *obj)
+{
+#if !MR_CHECKED
+    struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
+    if (MR_LIKELY((uintptr_t)obj > h->guard)) { /* not NULL, and not thread-safe */
+        mri_link_store(obj, h->free, h->key);
+        h->free = obj;
+        h->frees++;
+        return true;
+    }
+#else
+    (void)p, (void)obj;
+#endif
+    return false;
+}
+
+/* The thread-safe part of mr_objpool_alloc: an object from the calling
+ * thread's cache of p, else NULL (p not thread-safe, the thread's first
+ * call, an empty cache, a checked build).  The entry's id is tested here,
+ * not through mri_tc_slot_of, whose NULL answer costs a test and a jump
+ * more (here and in mri_objpool_tc_put). */
+static inline void *mri_objpool_tc_take(mr_objpool *p)
+{
+#if !MR_CHECKED
+    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
+    if (h->tc_id != 0) {
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id))
+            return mri_tc_take(&e->slots[0], h->key);
+    }
+#else
+    (void)p;
+#endif
+    return NULL;
+}
+
+/* The thread-safe part of mr_objpool_free: true when obj went to the
+ * calling thread's cache of p; false when p is not thread-safe, obj is
+ * NULL, the thread has no cache of p, its list is full, and in checked
+ * builds. */
+static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
+{
+#if !MR_CHECKED
+    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
+    if (h->tc_id != 0 && obj != NULL) {
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key)))
+            return true;
+    }
+#else
+    (void)p, (void)obj;
+#endif
+    return false;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_BITS_OBJPOOL_H */

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* memres/bits/pools.h -- private: what the inline paths of memres/pools.h
+ * read and call.  Not for direct use; the layout changes between versions
+ * (rebuild against the headers of the library you link).
+ *
+ * Internal API for memres's own clients (memres.hpp): mri_pools_alloc_in
+ * and mri_pools_free_in, mr_pools_alloc and mr_pools_free for an alignment
+ * already known to be a power of two <= 16, and the slow paths
+ * mri_pools_alloc_slow / mri_pools_free_slow they fall back to.  Everything
+ * else here serves the inline bodies of memres/pools.h. */
+#ifndef MEMRES_BITS_POOLS_H
+#define MEMRES_BITS_POOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memres/bits/classes.h"
+#include "memres/bits/link.h"
+#include "memres/bits/tcache.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mr_pools mr_pools;
+
+/* The out-of-line paths (src/pools.c).  alloc returns the block or NULL
+ * with errno. */
+MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t align);
+MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size, size_t align);
+MR_API MR_NOINLINE void *mri_pools_realloc_slow(mr_pools *p, void *ptr, size_t old_size, size_t new_size,
+                                                size_t align);
+MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t size, size_t align);
+
+/* One size class of a pool that is not thread-safe.  Invariants: bump and
+ * end lie in the class's current chunk (bump == end == 0 before its first
+ * chunk) and end - bump is a multiple of size; every block on the free list
+ * holds the address of the next one in its first word; free + live ==
+ * capacity (src/pools.c). */
+struct mri_pools_class {
+    void     *free;         /* most recently freed block; NULL: list empty */
+    uintptr_t bump;         /* next never-used block of the current chunk */
+    uintptr_t end;          /* end of the current chunk's blocks */
+    size_t    size;         /* block size of this class */
+    size_t    allocations;  /* blocks handed out so far */
+    size_t    frees;        /* blocks given back so far (reset counts all live ones) */
+    void     *chunks;       /* first chunk record (src/pools.c) */
+    void     *current;      /* record of the chunk bump/end lie in */
+};
+
+/* The fields the inline paths read, first in struct mr_pools. */
+struct mri_pools_hot {
+    struct mri_pools_class *classes;  /* the class array; thread-safe: NULL */
+    size_t alloc_max;                 /* pool_max; thread-safe: 0 (the unsynchronised
+                                         alloc never applies) */
+    size_t pool_max;                  /* requests of up to this many bytes take the inline
+                                         paths (a class size) */
+    uintptr_t key;                    /* free-list link encoding (bits/link.h) */
+    uintptr_t guard;                  /* 0; thread-safe: UINTPTR_MAX (no pointer is above
+                                         it: the unsynchronised free never applies) */
+    uint64_t tc_id;                   /* thread-safe: the pool's id (bits/tcache.h); 0: not */
+};
+
+/* Is a request of size bytes with alignment align one the inline paths
+ * serve (1 <= size <= pool_max, align a power of two <= 16)? */
+#define MRI_POOLS_ALIGN_OK(align) ((align) - 1 < 16 && ((align) & ((align) - 1)) == 0)
+#define MRI_POOLS_INLINE_OK(h, size, align) ((size) - 1 < (h)->pool_max && MRI_POOLS_ALIGN_OK(align))
+
+/* The class of x = size - 1 (no bits or-ed in) with xbits as mri_pools_xbits
+ * (or align - 1: the low three bits of x never change the class). */
+static inline struct mri_pools_class *mri_pools_class_in(struct mri_pools_class *classes, size_t x, size_t xbits)
+{
+    return &classes[mri_pools_class_of(x | xbits)];
+}
+
+/* A block from class c of p (not thread-safe) -- its free list, else its
+ * chunk's bump region -- or NULL (then the slow path); always NULL in
+ * checked builds. */
+static inline void *mri_pools_class_take(mr_pools *p, struct mri_pools_class *c)
+{
+#if !MR_CHECKED
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    void *b = c->free;
+    if (MR_LIKELY(b != NULL)) {
+        c->free = mri_link_load(b, h->key);
+        c->allocations++;
+        return b;
+    }
+    uintptr_t q = c->bump;
+    if (MR_LIKELY(q != c->end)) {
+        MR_ASSUME(q != 0); /* a bump region is never at address 0 */
+        /* the count first: a tail unlike the free-list path's, which the
+         * compiler would otherwise merge with it, costing that path a
+         * load and a store in place of one add to memory */
+        c->allocations++;
+        c->bump = q + c->size;
+        return (void *)q;
+    }
+    return NULL;
+#else
+    (void)p, (void)c;
+    return NULL;
+#endif
+}
+
+/* Pushes ptr (not NULL) on class c's free list and returns true; false in
+ * checked builds (then the slow path). */
+static inline bool mri_pools_class_put(mr_pools *p, struct mri_pools_class *c, void *ptr)
+{
+#if !MR_CHECKED
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    mri_link_store(ptr, c->free, h->key);
+    c->free = ptr;
+    c->frees++;
+    return true;
+#else
+    (void)p, (void)c, (void)ptr;
+    return false;
+#endif
+}
+
+/* mr_pools_alloc for an align already known to be a power of two <= 16,
+ * with xbits = mri_pools_xbits(align) or align - 1 (the same class); a
+ * caller whose align is not a constant -- the C++ bridge -- passes
+ * align - 1 and pays no power-of-two test. */
+static inline void *mri_pools_alloc_in(mr_pools *p, size_t size, size_t align, size_t xbits)
+{
+#if !MR_CHECKED
+    struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
+    size_t x = size - 1;
+    if (MR_LIKELY(x < h->alloc_max)) {
+        void *b = mri_pools_class_take(p, mri_pools_class_in(h->classes, x, xbits));
+        if (MR_LIKELY(b != NULL))
+            return b;
+    } else if (h->tc_id != 0 && x < h->pool_max) {
+        /* thread-safe: this thread's cache of the pool */
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id)) {
+            void *b = mri_tc_take(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], h->key);
+            if (MR_LIKELY(b != NULL))
+                return b;
+        }
+    }
+#else
+    (void)xbits;
+#endif
+    return mri_pools_alloc_slow(p, size, align);
+}
+
+/* mr_pools_free for an align known to be a power of two <= 16 (see
+ * mri_pools_alloc_in). */
+static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t align, size_t xbits)
+{
+#if !MR_CHECKED
+    struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
+    size_t x = size - 1;
+    if (MR_LIKELY((uintptr_t)ptr > h->guard && x < h->pool_max)) { /* ptr != NULL */
+        (void)mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr);
+        return;
+    }
+    if (h->tc_id != 0 && ptr != NULL && x < h->pool_max) {
+        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        if (MR_LIKELY(e->id == h->tc_id) &&
+            MR_LIKELY(mri_tc_put(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key)))
+            return;
+    }
+#else
+    (void)xbits;
+#endif
+    mri_pools_free_slow(p, ptr, size, align);
+}
+
+/* The class array of a pool that is not thread-safe; NULL for a
+ * thread-safe one. */
+static inline struct mri_pools_class *mri_pools_classes(mr_pools *p)
+{
+    return ((struct mri_pools_hot *)(void *)p)->classes;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMRES_BITS_POOLS_H */
