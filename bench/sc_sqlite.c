@@ -8,7 +8,7 @@
  *   malloc                      SQLite's own allocator (malloc/free with its
  *                               size header; run under glibc, jemalloc,
  *                               mimalloc, tcmalloc by the harness)
- *   memres pools               mr_sqlite_install over mr_pools_create(NULL):
+ *   memres pools               mr_sqlite_install over mr_sqlite_pools_create(NULL):
  *                               SQLite serialized as Debian builds it, the
  *                               pools behind the integration's lock
  *   memres pools, single-thread mr_sqlite_install_singlethread: no lock in
@@ -122,7 +122,7 @@ static int run_pools_mode(const bench_args *args, bench_out *out, int (*install)
     if (sql == NULL)
         return 1;
     bench_timing_start();
-    mr_pools *p = mr_pools_create(&(mr_pools_options){.upstream = upstream, .thread_safe = thread_safe});
+    mr_pools *p = mr_sqlite_pools_create(&(mr_pools_options){.upstream = upstream, .thread_safe = thread_safe});
     int rc = p == NULL || install(p) != SQLITE_OK || sq_workload(args, out, sql);
     sqlite3_shutdown();
     if (p != NULL) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* integrations/itest.h -- what the integrations' tests share: a failure
- * counter with a printf-style report, CHECK, a growing text buffer (plain
+/* integrations/itest.h -- what the integrations' cmocka tests share: CHECK
+ * (a condition with a printf-style message), a growing text buffer (plain
  * malloc: never the allocator under test) and reading a whole file.
- * Header-only; each test program defines ITEST_NAME before including it. */
+ * Header-only; each test program defines ITEST_NAME and includes cmocka.h
+ * before it. */
 #ifndef MEMRES_ITEST_H
 #define MEMRES_ITEST_H
 
@@ -11,23 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-MR_PRINTF(1, 2) static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(ITEST_NAME ": FAIL: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    failures++;
-}
-
-#define CHECK(cond, ...)       \
-    do {                       \
-        if (!(cond))           \
-            fail(__VA_ARGS__); \
+/* A failed check ends the cmocka case with the message (include cmocka.h
+ * first; never from a thread other than the case's). */
+#define CHECK(cond, ...)             \
+    do {                             \
+        if (!(cond))                 \
+            fail_msg(__VA_ARGS__);   \
     } while (0)
 
 typedef struct text {
@@ -73,17 +63,6 @@ static char *read_file(const char *path, size_t *len)
     if (len != NULL)
         *len = t.n;
     return t.s;
-}
-
-/* The exit status: 0 when nothing failed. */
-static int itest_end(void)
-{
-    if (failures != 0) {
-        fprintf(stderr, ITEST_NAME ": %d failure%s\n", failures, failures == 1 ? "" : "s");
-        return 1;
-    }
-    printf(ITEST_NAME ": ok\n");
-    return 0;
 }
 
 #endif

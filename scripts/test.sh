@@ -11,7 +11,7 @@
 #     asan     AddressSanitizer + UndefinedBehaviorSanitizer, MR_DEBUG=3 (every internal check),
 #              hardened free lists (MEMRES_HARDEN=ON)
 #     tsan     ThreadSanitizer, hardened free lists (inline paths included): every test but the single-threaded fuzz drivers
-#              (fuzz_ops, fuzz_sqlite: TSan makes them ~40-80x slower and they have no threads to check); the lock-step threaded
+#              (fuzz_ops, fuzz_sqlite and their quick runs: TSan makes them far slower and they have no threads to check); the lock-step threaded
 #              fuzz driver (fuzz_threads, fuzz_threads_quick) does run
 #     valgrind -O2 with MEMRES_VALGRIND=ON: every C test under memcheck (zero
 #              errors, no definite leak; stress scaled to 5%), and negative
@@ -61,7 +61,7 @@ for cfg in "${configs[@]}"; do
   case $cfg in
     release) flags=(-DCMAKE_BUILD_TYPE=Release); select=() ;;
     asan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=address -DMEMRES_DEBUG=3 -DMEMRES_HARDEN=ON); select=() ;;
-    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread -DMEMRES_HARDEN=ON); select=(-E '^(fuzz_ops|fuzz_sqlite_quick|fuzz_sqlite)$') ;;
+    tsan)    flags=(-DCMAKE_BUILD_TYPE=Debug -DMEMRES_SANITIZE=thread -DMEMRES_HARDEN=ON); select=(-E '^(fuzz_ops|fuzz_ops_quick|fuzz_sqlite_quick|fuzz_sqlite)$') ;;
     valgrind) flags=(-DCMAKE_BUILD_TYPE=Release -DMEMRES_VALGRIND=ON -DMEMRES_BUILD_EXAMPLES=OFF); select=(-L valgrind) ;;
     fuzz)
       dir=build-test-fuzz

@@ -151,12 +151,6 @@ static inline uintptr_t fit_in(uintptr_t from, uintptr_t end, size_t rsize, size
     return p;
 }
 
-/* Block sizes are multiples of 64 bytes below a page and of pages above. */
-static bool round_block(size_t n, size_t *out)
-{
-    size_t page = mri_os_page_size();
-    return mri_align_up(n, n < page ? 64 : page, out) && *out <= MRI_MAX_SIZE;
-}
 
 /* Where a block of this size comes from and goes back to. */
 static inline mr_resource *source_of(const mr_arena *a, size_t size)
@@ -299,7 +293,7 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     }
     if (b == NULL) {
         size_t bsize;
-        if (!mri_add_overflow(need, HDR, &bsize) && round_block(bsize, &bsize)) {
+        if (!mri_add_overflow(need, HDR, &bsize) && mri_round_block(bsize, &bsize)) {
             b = make_room(a, bsize) ? new_block(a, bsize) : mri_fail(ENOMEM);
             /* A miss returns the first spare too, so that spares of sizes no
              * longer asked for cannot accumulate cycle after cycle.  Only
@@ -331,7 +325,7 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
 static size_t next_growth(size_t cur, size_t max)
 {
     size_t n;
-    if (cur >= max || mri_mul_overflow(cur, 2, &n) || n >= max || !round_block(n, &n) || n > max)
+    if (cur >= max || mri_mul_overflow(cur, 2, &n) || n >= max || !mri_round_block(n, &n) || n > max)
         return max;
     return n;
 }
@@ -377,7 +371,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
         /* spares that cannot serve this give way to the limit: for a block
          * of the growth size, or else for the smallest that serves it */
         size_t least;
-        if (!make_room(a, bsize) && round_block(HDR + need, &least))
+        if (!make_room(a, bsize) && mri_round_block(HDR + need, &least))
             (void)make_room(a, least);
         size_t room = mri_ledger_room(&a->ledger);
         if (bsize > room) {
@@ -445,7 +439,7 @@ static bool growth_sizes(const mr_arena_options *o, size_t *first, size_t *max)
         bs = MIN_BLOCK_SIZE;
     if (mx < bs)
         mx = bs;
-    return round_block(bs, first) && round_block(mx, max);
+    return mri_round_block(bs, first) && mri_round_block(mx, max);
 }
 
 /* Carves the header and the first block (the rest) from the caller's

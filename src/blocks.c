@@ -17,23 +17,23 @@
  * holds fewer than max_free / block_size blocks, else returns it upstream at
  * once.  trim and destroy return the list.
  *
- * The shared pool adds a per-thread cache: a _Thread_local array of up to
- * TCACHE_SLOTS blocks.  get pops it and put pushes it without a lock or an
+ * The shared pool adds per-thread blocks: a _Thread_local array of up to
+ * TBLOCKS_SLOTS blocks.  get pops it and put pushes it without a lock or an
  * atomic read-modify-write; only an empty cache (get) or a full one (put)
- * takes the lock, and then moves TCACHE_BATCH blocks at once, so a thread
+ * takes the lock, and then moves TBLOCKS_BATCH blocks at once, so a thread
  * that alternates get/put never locks and one that only puts (blocks other
- * threads got) locks once per TCACHE_BATCH puts.  A cache is registered in
- * the pool (a list under the lock) on the thread's first slow path; a
- * pthread key destructor flushes it to the shared list when the thread
- * exits and marks it dead, so later uses by that thread (other destructors)
- * go to the locked list directly.  Pools from mr_blocks_create have no
+ * threads got) locks once per TBLOCKS_BATCH puts.  A cache is registered in
+ * the pool (a list under the lock) on the thread's first slow path; the
+ * thread's exit (the one registry of per-thread state, threads.c) flushes it
+ * to the shared list and marks it dead, so later uses by that thread (other
+ * destructors) go to the locked list directly.  Pools from mr_blocks_create have no
  * per-thread caches: they can be destroyed, and a destroyed pool could not
  * take back blocks cached in other threads.  They lock on every get and put;
  * a block is 64 KiB of work, so an uncontended mutex is noise.
  *
  * Invariants (under the pool's lock; Σ over the shared pool's live caches;
  * the ledger is src/ledger.h):
- *   nheld == nfree + Σ tc.count + blocks the callers hold
+ *   nheld == nfree + Σ tb.count + blocks the callers hold
  *   nfree <= max_free_blocks                       (max_free honoured)
  *   ledger.held == nheld * block_size + large_bytes
  *   upstream_allocations - upstream_deallocations == nheld + nlarge
@@ -50,9 +50,10 @@
  * directly or through others.  No other memres lock is taken under b->lock.
  * A per-thread cache is read and written without a lock by its own thread;
  * other threads read only its two atomic counters (relaxed), and its
- * registry links only, both under shared_pool.lock.  The thread-exit
- * destructor and the fork handlers take shared_pool.lock alone.
- * pthread_once and pthread_setspecific are called with no lock held.
+ * registry links only, both under shared_pool.lock.  The thread-exit and
+ * fork hooks take shared_pool.lock alone (after the thread-safe pools'
+ * locks: threads.h).  pthread_once and the registry are called with no
+ * lock held.
  *
  * ASan (track.h): a cached block is poisoned, in the list and in per-thread
  * caches alike, and unpoisoned when it is handed out or returned upstream, so
@@ -73,12 +74,13 @@
 #include "ledger.h"
 #include "memres/blocks.h"
 #include "os.h"
+#include "threads.h"
 #include "track.h"
 
 /* Per-thread cache of the shared pool: 8 blocks of 64 KiB = 512 KiB per
  * thread at most; moved to and from the shared list 4 at a time. */
-#define TCACHE_SLOTS 8
-#define TCACHE_BATCH 4
+#define TBLOCKS_SLOTS 8
+#define TBLOCKS_BATCH 4
 
 /* The cache is reached with one %fs-relative access, also from the shared
  * library (glibc keeps surplus static TLS for the few bytes it needs). */
@@ -88,16 +90,16 @@
 #  define TLS_MODEL
 #endif
 
-enum { TC_FRESH = 0, TC_LIVE, TC_DEAD };
+enum { TB_FRESH = 0, TB_LIVE, TB_DEAD };
 
-typedef struct tcache {
+typedef struct tblocks {
     _Atomic size_t count;       /* blocks in slot[0 .. count); written by the owner only */
     _Atomic size_t hits;        /* gets served from slot; written by the owner only */
-    size_t limit;               /* TCACHE_SLOTS while live, else 0 (puts take the slow path) */
-    int state;                  /* TC_FRESH, TC_LIVE (registered), TC_DEAD (flushed at exit) */
-    struct tcache *prev, *next; /* registry of live caches, under shared_pool.lock */
-    void *slot[TCACHE_SLOTS];   /* poisoned blocks; the newest on top */
-} tcache;
+    size_t limit;               /* TBLOCKS_SLOTS while live, else 0 (puts take the slow path) */
+    int state;                  /* TB_FRESH, TB_LIVE (registered), TB_DEAD (flushed at exit) */
+    struct tblocks *prev, *next; /* registry of live caches, under shared_pool.lock */
+    void *slot[TBLOCKS_SLOTS];   /* poisoned blocks; the newest on top */
+} tblocks;
 
 struct mr_blocks {
     mr_resource resource;       /* the mr_blocks_resource() view */
@@ -115,7 +117,7 @@ struct mr_blocks {
     size_t nlarge, large_bytes; /* passed-through requests outstanding */
     size_t gets;                /* successful gets on the locked path + large allocations */
     mri_ledger ledger;          /* bytes and calls upstream (the header excluded) */
-    tcache *threads;            /* live per-thread caches (shared pool only) */
+    tblocks *threads;            /* live per-thread caches (shared pool only) */
     size_t retired_hits;        /* hits of caches whose threads exited */
 };
 
@@ -123,7 +125,7 @@ static void *view_allocate(mr_resource *self, size_t size, size_t align);
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
 static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
 
-/* The upstreams are set by tc_init_once, which mr_blocks_shared() -- the
+/* The upstreams are set by shared_init, which mr_blocks_shared() -- the
  * only way to reach this pool -- runs first. */
 static mr_blocks shared_pool = {
     .resource = {&view_ops},
@@ -133,7 +135,7 @@ static mr_blocks shared_pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static _Thread_local tcache tls_cache TLS_MODEL;
+static _Thread_local tblocks tls_blocks TLS_MODEL;
 
 static void lock(mr_blocks *b) { (void)pthread_mutex_lock(&b->lock); }
 static void unlock(mr_blocks *b) { (void)pthread_mutex_unlock(&b->lock); }
@@ -209,12 +211,12 @@ static bool on_free_list_locked(mr_blocks *b, const void *block)
     return false;
 }
 
-/* Is the block in this thread's cache already?  O(TCACHE_SLOTS). */
-static bool in_own_cache(const tcache *tc, const void *block)
+/* Is the block in this thread's cache already?  O(TBLOCKS_SLOTS). */
+static bool in_own_cache(const tblocks *tb, const void *block)
 {
-    size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
+    size_t n = atomic_load_explicit(&tb->count, memory_order_relaxed);
     for (size_t i = 0; i < n; i++)
-        if (tc->slot[i] == block)
+        if (tb->slot[i] == block)
             return true;
     return false;
 }
@@ -229,99 +231,99 @@ static void give_block_locked(mr_blocks *b, void *p)
         release_block_locked(b, p);
 }
 
-/* ---- per-thread caches of the shared pool ---- */
+/* ---- per-thread blocks of the shared pool ---- */
 
-static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
-static pthread_key_t tc_key;
-static bool tc_key_ok; /* written in tc_init_once, read after pthread_once */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-/* Thread exit: everything in the cache goes to the shared list (or upstream,
- * beyond max_free), and the cache stops caching. */
-static void tc_exit(void *arg)
+/* Thread exit (the registry's hook, threads.c): everything in the calling
+ * thread's cache goes to the shared list (or upstream, beyond max_free),
+ * and the cache stops caching. */
+void mri_blocks_thread_exit(void)
 {
-    tcache *tc = arg;
+    tblocks *tb = &tls_blocks;
+    if (tb->state != TB_LIVE)
+        return;
     mr_blocks *b = &shared_pool;
     lock(b);
-    size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
+    size_t n = atomic_load_explicit(&tb->count, memory_order_relaxed);
     for (size_t i = 0; i < n; i++)
-        give_block_locked(b, tc->slot[i]);
-    atomic_store_explicit(&tc->count, 0, memory_order_relaxed);
-    b->retired_hits += atomic_load_explicit(&tc->hits, memory_order_relaxed);
-    atomic_store_explicit(&tc->hits, 0, memory_order_relaxed);
-    if (tc->prev != NULL)
-        tc->prev->next = tc->next;
+        give_block_locked(b, tb->slot[i]);
+    atomic_store_explicit(&tb->count, 0, memory_order_relaxed);
+    b->retired_hits += atomic_load_explicit(&tb->hits, memory_order_relaxed);
+    atomic_store_explicit(&tb->hits, 0, memory_order_relaxed);
+    if (tb->prev != NULL)
+        tb->prev->next = tb->next;
     else
-        b->threads = tc->next;
-    if (tc->next != NULL)
-        tc->next->prev = tc->prev;
-    tc->prev = tc->next = NULL;
-    tc->state = TC_DEAD;
-    tc->limit = 0;
+        b->threads = tb->next;
+    if (tb->next != NULL)
+        tb->next->prev = tb->prev;
+    tb->prev = tb->next = NULL;
+    tb->state = TB_DEAD;
+    tb->limit = 0;
     unlock(b);
 }
 
-/* fork(): the child must not inherit the lock held by a thread that does not
- * exist there.  Of the registered caches only the forking thread's survives. */
-static void fork_prepare(void) { lock(&shared_pool); }
-static void fork_parent(void) { unlock(&shared_pool); }
-static void fork_child(void)
+/* fork() (the registry's hooks): the child must not inherit the lock held
+ * by a thread that does not exist there.  Of the registered caches only
+ * the forking thread's survives. */
+void mri_blocks_fork_prepare(void) { lock(&shared_pool); }
+void mri_blocks_fork_parent(void) { unlock(&shared_pool); }
+void mri_blocks_fork_child(void)
 {
-    tcache *me = &tls_cache;
+    tblocks *me = &tls_blocks;
     shared_pool.threads = NULL;
-    if (me->state == TC_LIVE) {
+    if (me->state == TB_LIVE) {
         me->prev = me->next = NULL;
         shared_pool.threads = me;
     }
     unlock(&shared_pool);
 }
 
-static void tc_init_once(void)
+static void shared_init(void)
 {
     shared_pool.upstream = mr_page_resource();
     shared_pool.block_source = mri_os_block_source(shared_pool.upstream, MR_HUGE_PAGES_AUTO, shared_pool.block_size);
-    tc_key_ok = pthread_key_create(&tc_key, tc_exit) == 0;
-    if (tc_key_ok)
-        (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+    (void)mri_threads_ready(); /* the fork handlers exist before any use */
 }
 
 /* Makes the calling thread's cache live, so that its exit flushes it.  On
  * failure the cache stays unused (every call takes the lock): correct, only
  * slower.  Called with no lock held. */
-static void tc_register(tcache *tc)
+static void tb_register(tblocks *tb)
 {
-    if (pthread_once(&tc_once, tc_init_once) != 0 || !tc_key_ok) {
-        tc->state = TC_DEAD;
+    if (!mri_threads_ready()) {
+        tb->state = TB_DEAD;
         return;
     }
-    if (pthread_setspecific(tc_key, tc) != 0)
+    if (!mri_thread_watch())
         return; /* still fresh: tried again on the next slow path */
     mr_blocks *b = &shared_pool;
     lock(b);
-    tc->prev = NULL;
-    tc->next = b->threads;
+    tb->prev = NULL;
+    tb->next = b->threads;
     if (b->threads != NULL)
-        b->threads->prev = tc;
-    b->threads = tc;
-    tc->state = TC_LIVE;
-    tc->limit = TCACHE_SLOTS;
+        b->threads->prev = tb;
+    b->threads = tb;
+    tb->state = TB_LIVE;
+    tb->limit = TBLOCKS_SLOTS;
     unlock(b);
 }
 
-static MR_NOINLINE void *shared_get_slow(tcache *tc)
+static MR_NOINLINE void *shared_get_slow(tblocks *tb)
 {
     mr_blocks *b = &shared_pool;
-    if (tc->state == TC_FRESH)
-        tc_register(tc);
+    if (tb->state == TB_FRESH)
+        tb_register(tb);
     lock(b);
     void *p = take_block_locked(b);
     if (p != NULL) {
         b->gets++;
-        if (tc->state == TC_LIVE) { /* refill: the next gets take no lock */
-            size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
+        if (tb->state == TB_LIVE) { /* refill: the next gets take no lock */
+            size_t n = atomic_load_explicit(&tb->count, memory_order_relaxed);
             void *q;
-            while (n < TCACHE_BATCH && (q = pop_free_locked(b)) != NULL)
-                tc->slot[n++] = q;
-            atomic_store_explicit(&tc->count, n, memory_order_relaxed);
+            while (n < TBLOCKS_BATCH && (q = pop_free_locked(b)) != NULL)
+                tb->slot[n++] = q;
+            atomic_store_explicit(&tb->count, n, memory_order_relaxed);
         }
     }
     MR_ASSERT_EXPENSIVE(check_locked(b));
@@ -329,15 +331,15 @@ static MR_NOINLINE void *shared_get_slow(tcache *tc)
     return p;
 }
 
-static MR_NOINLINE void shared_put_slow(tcache *tc, void *block)
+static MR_NOINLINE void shared_put_slow(tblocks *tb, void *block)
 {
     mr_blocks *b = &shared_pool;
-    if (tc->state == TC_FRESH) {
-        tc_register(tc);
-        if (tc->state == TC_LIVE) { /* empty and live now */
+    if (tb->state == TB_FRESH) {
+        tb_register(tb);
+        if (tb->state == TB_LIVE) { /* empty and live now */
             mri_track_poison(block, b->block_size);
-            tc->slot[0] = block;
-            atomic_store_explicit(&tc->count, 1, memory_order_relaxed);
+            tb->slot[0] = block;
+            atomic_store_explicit(&tb->count, 1, memory_order_relaxed);
             return;
         }
     }
@@ -346,14 +348,14 @@ static MR_NOINLINE void shared_put_slow(tcache *tc, void *block)
         unlock(b);
         return;
     }
-    if (tc->state == TC_LIVE) {
-        /* full: the oldest TCACHE_BATCH go to the list, the newest stay */
-        for (size_t i = 0; i < TCACHE_BATCH; i++)
-            give_block_locked(b, tc->slot[i]);
-        memmove(&tc->slot[0], &tc->slot[TCACHE_BATCH], (TCACHE_SLOTS - TCACHE_BATCH) * sizeof tc->slot[0]);
+    if (tb->state == TB_LIVE) {
+        /* full: the oldest TBLOCKS_BATCH go to the list, the newest stay */
+        for (size_t i = 0; i < TBLOCKS_BATCH; i++)
+            give_block_locked(b, tb->slot[i]);
+        memmove(&tb->slot[0], &tb->slot[TBLOCKS_BATCH], (TBLOCKS_SLOTS - TBLOCKS_BATCH) * sizeof tb->slot[0]);
         mri_track_poison(block, b->block_size);
-        tc->slot[TCACHE_SLOTS - TCACHE_BATCH] = block;
-        atomic_store_explicit(&tc->count, TCACHE_SLOTS - TCACHE_BATCH + 1, memory_order_relaxed);
+        tb->slot[TBLOCKS_SLOTS - TBLOCKS_BATCH] = block;
+        atomic_store_explicit(&tb->count, TBLOCKS_SLOTS - TBLOCKS_BATCH + 1, memory_order_relaxed);
     } else {
         give_block_locked(b, block);
     }
@@ -366,7 +368,7 @@ static MR_NOINLINE void shared_put_slow(tcache *tc, void *block)
 MR_API mr_blocks *mr_blocks_shared(void)
 {
     /* the only way to reach the pool: the fork handlers exist before any use */
-    (void)pthread_once(&tc_once, tc_init_once);
+    (void)pthread_once(&init_once, shared_init);
     return &shared_pool;
 }
 
@@ -421,17 +423,17 @@ MR_API void *mr_blocks_get(mr_blocks *b)
 {
     MR_ASSERT(b != NULL, "mr_blocks_get: pool is NULL");
     if (MR_LIKELY(b->shared)) {
-        tcache *tc = &tls_cache;
-        size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
+        tblocks *tb = &tls_blocks;
+        size_t n = atomic_load_explicit(&tb->count, memory_order_relaxed);
         if (MR_LIKELY(n != 0)) {
-            void *p = tc->slot[n - 1];
-            atomic_store_explicit(&tc->count, n - 1, memory_order_relaxed);
-            atomic_store_explicit(&tc->hits, atomic_load_explicit(&tc->hits, memory_order_relaxed) + 1,
+            void *p = tb->slot[n - 1];
+            atomic_store_explicit(&tb->count, n - 1, memory_order_relaxed);
+            atomic_store_explicit(&tb->hits, atomic_load_explicit(&tb->hits, memory_order_relaxed) + 1,
                                   memory_order_relaxed);
             mri_track_unpoison(p, b->block_size);
             return p;
         }
-        return shared_get_slow(tc);
+        return shared_get_slow(tb);
     }
     lock(b);
     void *p = take_block_locked(b);
@@ -450,17 +452,17 @@ MR_API void mr_blocks_put(mr_blocks *b, void *block)
     if (MRI_MISUSE(((uintptr_t)block & (b->block_size - 1)) != 0, block, "mr_blocks_put: not a block (misaligned)"))
         return;
     if (MR_LIKELY(b->shared)) {
-        tcache *tc = &tls_cache;
-        if (MRI_MISUSE(MR_DEBUG >= 1 && in_own_cache(tc, block), block, "mr_blocks_put: the block was put twice"))
+        tblocks *tb = &tls_blocks;
+        if (MRI_MISUSE(MR_DEBUG >= 1 && in_own_cache(tb, block), block, "mr_blocks_put: the block was put twice"))
             return;
-        size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
-        if (MR_LIKELY(n < tc->limit)) {
+        size_t n = atomic_load_explicit(&tb->count, memory_order_relaxed);
+        if (MR_LIKELY(n < tb->limit)) {
             mri_track_poison(block, b->block_size);
-            tc->slot[n] = block;
-            atomic_store_explicit(&tc->count, n + 1, memory_order_relaxed);
+            tb->slot[n] = block;
+            atomic_store_explicit(&tb->count, n + 1, memory_order_relaxed);
             return;
         }
-        shared_put_slow(tc, block);
+        shared_put_slow(tb, block);
         return;
     }
     lock(b);
@@ -479,11 +481,11 @@ MR_API size_t mr_blocks_trim(mr_blocks *b)
     size_t released = 0;
     lock(b);
     if (b->shared) {
-        tcache *tc = &tls_cache;
-        size_t n = atomic_load_explicit(&tc->count, memory_order_relaxed);
+        tblocks *tb = &tls_blocks;
+        size_t n = atomic_load_explicit(&tb->count, memory_order_relaxed);
         for (size_t i = 0; i < n; i++)
-            release_block_locked(b, tc->slot[i]);
-        atomic_store_explicit(&tc->count, 0, memory_order_relaxed);
+            release_block_locked(b, tb->slot[i]);
+        atomic_store_explicit(&tb->count, 0, memory_order_relaxed);
         released += n * b->block_size;
     }
     void *p;
@@ -540,9 +542,9 @@ MR_API void mr_blocks_stats(const mr_blocks *cb, mr_stats *out)
     mr_blocks *b = (mr_blocks *)cb; /* the lock is not part of the value */
     lock(b);
     size_t cached = b->nfree, hits = b->retired_hits;
-    for (const tcache *tc = b->threads; tc != NULL; tc = tc->next) {
-        cached += atomic_load_explicit(&tc->count, memory_order_relaxed);
-        hits += atomic_load_explicit(&tc->hits, memory_order_relaxed);
+    for (const tblocks *tb = b->threads; tb != NULL; tb = tb->next) {
+        cached += atomic_load_explicit(&tb->count, memory_order_relaxed);
+        hits += atomic_load_explicit(&tb->hits, memory_order_relaxed);
     }
     if (cached > b->nheld) /* a snapshot that saw one block in two caches */
         cached = b->nheld;
@@ -572,17 +574,17 @@ static bool check_locked(const mr_blocks *b)
                            b->nheld + b->nlarge))
         return false;
     CHECK(b->shared || b->threads == NULL, "per-thread caches on a private pool");
-    const tcache *prev = NULL;
-    for (const tcache *tc = b->threads; tc != NULL; prev = tc, tc = tc->next) {
-        CHECK(tc->prev == prev && tc->state == TC_LIVE, "thread cache registry broken at %p", (const void *)tc);
-        size_t c = atomic_load_explicit(&tc->count, memory_order_relaxed);
-        CHECK(c <= TCACHE_SLOTS, "thread cache holds %zu of %d", c, TCACHE_SLOTS);
+    const tblocks *prev = NULL;
+    for (const tblocks *tb = b->threads; tb != NULL; prev = tb, tb = tb->next) {
+        CHECK(tb->prev == prev && tb->state == TB_LIVE, "thread cache registry broken at %p", (const void *)tb);
+        size_t c = atomic_load_explicit(&tb->count, memory_order_relaxed);
+        CHECK(c <= TBLOCKS_SLOTS, "thread cache holds %zu of %d", c, TBLOCKS_SLOTS);
     }
     if (b->shared) { /* the caller's own cache is stable while it runs this */
-        size_t c = atomic_load_explicit(&tls_cache.count, memory_order_relaxed);
+        size_t c = atomic_load_explicit(&tls_blocks.count, memory_order_relaxed);
         for (size_t i = 0; i < c; i++)
-            CHECK(((uintptr_t)tls_cache.slot[i] & (b->block_size - 1)) == 0, "cached block %p not aligned",
-                  tls_cache.slot[i]);
+            CHECK(((uintptr_t)tls_blocks.slot[i] & (b->block_size - 1)) == 0, "cached block %p not aligned",
+                  tls_blocks.slot[i]);
         CHECK(b->nfree + c <= b->nheld, "free %zu + own cache %zu > held %zu", b->nfree, c, b->nheld);
     }
     return true;

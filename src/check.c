@@ -11,6 +11,7 @@
  *                    corrupted behind the allocator's back.  Aborts.
  *   mri_verify_report  a walker (mr_<object>_check) found a violation; the
  *                    walker returns false to its caller.
+ * And the walkers' search of sorted address ranges (mri_span_find).
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -72,4 +73,26 @@ void mri_verify_report(const char *who, const void *obj, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+static int span_cmp(const void *x, const void *y)
+{
+    uintptr_t a = ((const struct mri_span *)x)->lo, b = ((const struct mri_span *)y)->lo;
+    return (a > b) - (a < b);
+}
+
+void mri_spans_sort(struct mri_span *spans, size_t n) { qsort(spans, n, sizeof *spans, span_cmp); }
+
+const struct mri_span *mri_span_find(const struct mri_span *spans, size_t n, uintptr_t a, size_t *steps)
+{
+    size_t lo = 0, hi = n; /* the first span with lo > a is at hi */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        ++*steps;
+        if (spans[mid].lo <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && a < spans[lo - 1].hi ? &spans[lo - 1] : NULL;
 }

@@ -130,6 +130,16 @@ MR_COLD void mri_verify_report(const char *who, const void *obj, const char *fmt
         }                                               \
     } while (0)
 
+/* Address ranges [lo, hi), for the walkers that ask which chunk holds a
+ * block (check.c): sorted once, then found by binary search. */
+struct mri_span {
+    uintptr_t lo, hi;
+};
+void mri_spans_sort(struct mri_span *spans, size_t n);
+/* The span of spans[0..n) (sorted, disjoint) that holds a, or NULL;
+ * ++*steps for each probe. */
+const struct mri_span *mri_span_find(const struct mri_span *spans, size_t n, uintptr_t a, size_t *steps);
+
 /* A static function used only by checks that a lower MR_DEBUG compiles out. */
 #define MRI_UNUSED __attribute__((unused))
 
@@ -180,6 +190,16 @@ static inline void *mri_fail(int err)
 
 /* The OS page size (os.c, the only file with platform #ifdefs). */
 size_t mri_os_page_size(void);
+
+/* The block rounding rule of every allocator (arena blocks, pool chunks):
+ * n bytes rounded up to a multiple of 64 below a page and of the page size
+ * above -- never a power of two plus a header.  false when the result does
+ * not fit in MRI_MAX_SIZE. */
+static inline bool mri_round_block(size_t n, size_t *out)
+{
+    size_t page = mri_os_page_size();
+    return mri_align_up(n, n < page ? 64 : page, out) && *out <= MRI_MAX_SIZE;
+}
 
 /* A fresh random word (os.c): a process secret from the OS, drawn once,
  * stirred with a counter.  For free-list keys; not for cryptography. */

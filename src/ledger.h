@@ -20,7 +20,8 @@
  *   limit == 0 || held <= limit
  *
  * The ledger is not thread-safe: its owner serialises it (the block pool
- * under its lock).
+ * under its lock; the thread-safe pools under theirs, with reserve / commit
+ * / cancel around the upstream calls they make with the lock dropped).
  */
 #ifndef MEMRES_LEDGER_H
 #define MEMRES_LEDGER_H
@@ -33,18 +34,20 @@ typedef struct mri_ledger {
     size_t upstream_allocations;   /* successful upstream allocate calls */
     size_t upstream_deallocations; /* upstream deallocate calls */
     size_t limit;                  /* cap on held; 0: none */
+    size_t reserved;               /* bytes of requests in flight (mri_ledger_reserve) */
 } mri_ledger;
 
-/* Does a request of size bytes fit under the cap? */
+/* Does a request of size bytes fit under the cap (with those in flight)? */
 static inline bool mri_ledger_fits(const mri_ledger *l, size_t size)
 {
-    return l->limit == 0 || (size <= l->limit && l->held <= l->limit - size);
+    return l->limit == 0 ||
+           (size <= l->limit && l->reserved <= l->limit - size && l->held <= l->limit - size - l->reserved);
 }
 
 /* Bytes the cap still allows (SIZE_MAX without one). */
 static inline size_t mri_ledger_room(const mri_ledger *l)
 {
-    return l->limit == 0 ? SIZE_MAX : l->limit - l->held;
+    return l->limit == 0 ? SIZE_MAX : l->limit - l->held - l->reserved;
 }
 
 /* Records an allocation the caller made itself (the arena's header, carved
@@ -70,12 +73,48 @@ static inline void *mri_ledger_allocate(mri_ledger *l, mr_resource *up, size_t s
     return p;
 }
 
-/* Gives p (from mri_ledger_allocate(l, up, size, align)) back to up. */
-static inline void mri_ledger_deallocate(mri_ledger *l, mr_resource *up, void *p, size_t size, size_t align)
+/* An owner that drops its lock across the upstream call (the thread-safe
+ * pools: an upstream may take locks of its own) splits mri_ledger_allocate
+ * in two, each half under its lock: reserve counts the request against the
+ * cap (false, errno = ENOMEM, nothing counted: it does not fit), then
+ * commit (the upstream gave it) or cancel (it did not).  held changes only
+ * at commit, so a snapshot never sees held above peak_held. */
+static inline bool mri_ledger_reserve(mri_ledger *l, size_t size)
+{
+    if (MR_UNLIKELY(!mri_ledger_fits(l, size))) {
+        errno = ENOMEM;
+        return false;
+    }
+    l->reserved += size;
+    return true;
+}
+
+static inline void mri_ledger_commit(mri_ledger *l, size_t size)
+{
+    MR_ASSERT_INTERNAL(l->reserved >= size);
+    l->reserved -= size;
+    mri_ledger_note(l, size);
+}
+
+static inline void mri_ledger_cancel(mri_ledger *l, size_t size)
+{
+    MR_ASSERT_INTERNAL(l->reserved >= size);
+    l->reserved -= size;
+}
+
+/* Counts size bytes as given back, before the owner makes the upstream
+ * deallocate call itself (with its lock dropped). */
+static inline void mri_ledger_give(mri_ledger *l, size_t size)
 {
     MR_ASSERT_INTERNAL(l->held >= size && l->upstream_allocations > l->upstream_deallocations);
     l->held -= size;
     l->upstream_deallocations++;
+}
+
+/* Gives p (from mri_ledger_allocate(l, up, size, align)) back to up. */
+static inline void mri_ledger_deallocate(mri_ledger *l, mr_resource *up, void *p, size_t size, size_t align)
+{
+    mri_ledger_give(l, size);
     mr_deallocate(up, p, size, align);
 }
 
@@ -99,6 +138,7 @@ static inline bool mri_ledger_verify(const mri_ledger *l, const char *who, const
                l->upstream_deallocations, live_walked);
     MRI_VERIFY(l->peak_held >= l->held, who, obj, "peak %zu below held %zu", l->peak_held, l->held);
     MRI_VERIFY(l->limit == 0 || l->held <= l->limit, who, obj, "held %zu above the limit %zu", l->held, l->limit);
+    MRI_VERIFY(l->reserved == 0, who, obj, "%zu bytes in flight while walked", l->reserved);
     return true;
 }
 

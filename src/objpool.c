@@ -56,7 +56,7 @@
  * Freeing an object twice then writes to poisoned memory and is reported.
  *
  * Thread-safe pools (thread_safe = true) keep no directory: their blocks and
- * per-thread caches are the engine's (tcache.c, one class).
+ * per-thread caches are the engine's (tsafe.c, one class).
  *
  * Not supported: objects of other sizes
  * (the resource view accepts smaller ones and hands out a whole object),
@@ -69,7 +69,7 @@
 #include "internal.h"
 #include "ledger.h"
 #include "memres/objpool.h"
-#include "tcache.h"
+#include "tsafe.h"
 #include "track.h"
 
 #define LINK MRI_LINK

@@ -28,7 +28,7 @@ static void assert_aligned(const void *p, size_t align)
 
 static mr_pools *make(mrt_upstream *u, size_t largest, size_t max_blocks)
 {
-    mr_pools_options o = {&u->base, max_blocks, largest, false};
+    mr_pools_options o = {.upstream = &u->base, .max_blocks_per_chunk = max_blocks, .largest_required_pool_block = largest};
     mr_pools *p = mr_pools_create(&o);
     assert_non_null(p);
     assert_true(mr_pools_check(p));
@@ -897,7 +897,7 @@ static void test_resource_view(void **state)
     mr_deallocate(r, a, 97, 8);
     assert_int_equal(stats_of(p).allocations, 4);
     /* a pool over a pool */
-    mr_pools_options o = {r, 0, 4096, false};
+    mr_pools_options o = {.upstream = r, .largest_required_pool_block = 4096};
     mr_pools *inner = mr_pools_create(&o);
     assert_non_null(inner);
     for (int i = 0; i < 1000; i++)
@@ -905,6 +905,165 @@ static void test_resource_view(void **state)
     assert_true(mr_pools_check(inner));
     mr_pools_destroy(inner);
     assert_int_equal(stats_of(p).in_use, 0);
+    destroy_checked(p);
+}
+
+/* ---- exact sizes ---- */
+
+static const size_t exact_set[] = {4368, 1040, 1040, 1152, 2000};
+
+static mr_pools *make_exact(mrt_upstream *u, bool thread_safe)
+{
+    mr_pools_options o = {.upstream = &u->base, .thread_safe = thread_safe, .exact_sizes = exact_set,
+                          .exact_count = sizeof exact_set / sizeof exact_set[0]};
+    mr_pools *p = mr_pools_create(&o);
+    assert_non_null(p);
+    assert_true(mr_pools_check(p));
+    return p;
+}
+
+static void test_exact_sizes(void **state)
+{
+    mrt_upstream *u = *state;
+    for (int ts = 0; ts < 2; ts++) {
+        mr_pools *p = make_exact(u, ts == 1);
+        /* the exact classes: rounded to 16, ascending, repeats and a class's
+         * own size (1152) left out */
+        mr_pools_options o;
+        mr_pools_get_options(p, &o);
+        assert_int_equal(o.exact_count, 3);
+        assert_int_equal(o.exact_sizes[0], 1040);
+        assert_int_equal(o.exact_sizes[1], 2000);
+        assert_int_equal(o.exact_sizes[2], 4368);
+        /* a request is served at an exact size when its size rounds up to it
+         * (alignment 16 or less), else by its class, as before */
+        assert_int_equal(mr_pools_block_size(p, 1024, 8), 1024);
+        assert_int_equal(mr_pools_block_size(p, 1025, 8), 1040);
+        assert_int_equal(mr_pools_block_size(p, 1032, 8), 1040);
+        assert_int_equal(mr_pools_block_size(p, 1040, 16), 1040);
+        assert_int_equal(mr_pools_block_size(p, 1041, 8), 1152);
+        assert_int_equal(mr_pools_block_size(p, 1040, 32), 1152);
+        assert_int_equal(mr_pools_block_size(p, 1985, 1), 2000);
+        assert_int_equal(mr_pools_block_size(p, 4353, 8), 4368);
+        assert_int_equal(mr_pools_block_size(p, 4368, 8), 4368);
+        assert_int_equal(mr_pools_block_size(p, 4369, 8), 4608);
+        assert_int_equal(mr_pools_block_size(p, 700, 8), 704);
+        /* blocks of an exact size are that far apart, reused, counted at it */
+        enum { N = 100 };
+        void *a[N];
+        for (int i = 0; i < N; i++) {
+            a[i] = mr_pools_alloc(p, 4360, 8);
+            assert_non_null(a[i]);
+            assert_aligned(a[i], 16);
+            fill(a[i], 4360, (unsigned)i);
+        }
+        assert_int_equal(stats_of(p).in_use, N * 4368);
+        size_t close = 0;
+        for (int i = 1; i < N; i++)
+            close += (uintptr_t)a[i] - (uintptr_t)a[i - 1] == 4368;
+        assert_true(close >= N / 2);
+        for (int i = 0; i < N; i++)
+            verify(a[i], 4360, (unsigned)i);
+        void *small = mr_pools_alloc(p, 1030, 8), *big = mr_pools_alloc(p, 1100, 8);
+        assert_non_null(small);
+        assert_non_null(big);
+        assert_int_equal(stats_of(p).in_use, N * 4368 + 1040 + 1152);
+        /* a resize within an exact size keeps the block; out of it, moves */
+        assert_ptr_equal(mr_pools_realloc(p, small, 1030, 1036, 8), small);
+        fill(small, 1036, 7);
+        void *moved = mr_pools_realloc(p, small, 1036, 1100, 8);
+        assert_non_null(moved);
+        assert_ptr_not_equal(moved, small);
+        verify(moved, 1036, 7);
+        mr_pools_free(p, moved, 1100, 8);
+        mr_pools_free(p, big, 1100, 8);
+        for (int i = 0; i < N; i++)
+            mr_pools_free(p, a[i], 4360, 8);
+        assert_int_equal(stats_of(p).in_use, 0);
+        assert_true(mr_pools_check(p));
+        size_t calls = u->calls;
+        void *again = mr_pools_alloc(p, 4368, 16); /* reused, no upstream call */
+        assert_non_null(again);
+        assert_int_equal(u->calls, calls);
+        mr_pools_free(p, again, 4368, 16);
+        mr_pools_reset(p);
+        assert_true(mr_pools_check(p));
+        assert_non_null(mr_pools_alloc(p, 2000, 8));
+        mr_pools_release(p);
+        assert_true(mr_pools_check(p));
+        destroy_checked(p);
+    }
+}
+
+static void test_exact_sizes_bad(void **state)
+{
+    mrt_upstream *u = *state;
+    size_t sizes[MR_POOLS_MAX_EXACT + 1];
+    for (size_t i = 0; i <= MR_POOLS_MAX_EXACT; i++)
+        sizes[i] = 2000 + 16 * i;
+    const struct {
+        const size_t *sizes;
+        size_t count, largest;
+    } bad[] = {
+        {sizes, MR_POOLS_MAX_EXACT + 1, 0}, /* too many */
+        {NULL, 1, 0},                       /* a count without sizes */
+        {(const size_t[]){1024}, 1, 0},     /* below MR_POOLS_EXACT_MIN */
+        {(const size_t[]){4000}, 1, 2048},  /* above the largest pooled size */
+        {(const size_t[]){2000, 0}, 2, 0},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        mr_pools_options o = {.upstream = &u->base, .largest_required_pool_block = bad[k].largest,
+                              .exact_sizes = bad[k].sizes, .exact_count = bad[k].count};
+        errno = 0;
+        size_t calls = u->calls;
+        assert_null(mr_pools_create(&o));
+        assert_int_equal(errno, EINVAL);
+        assert_int_equal(u->calls, calls); /* nothing asked of the upstream */
+    }
+    /* the most, and the smallest: fine */
+    mr_pools_options o = {.upstream = &u->base, .exact_sizes = sizes, .exact_count = MR_POOLS_MAX_EXACT};
+    mr_pools *p = mr_pools_create(&o);
+    assert_non_null(p);
+    destroy_checked(p);
+    o.exact_sizes = (const size_t[]){MR_POOLS_EXACT_MIN};
+    o.exact_count = 1;
+    p = mr_pools_create(&o);
+    assert_non_null(p);
+    assert_int_equal(mr_pools_block_size(p, MR_POOLS_EXACT_MIN, 8), 1040);
+    destroy_checked(p);
+}
+
+/* The internal API the SQLite integration uses: a request's class looked up
+ * once, then popped and pushed without the lookup. */
+static void test_class_for(void **state)
+{
+    mrt_upstream *u = *state;
+    mr_pools *p = make_exact(u, false);
+    struct mri_pools_class *c = mri_pools_class_for(p, 100, 8);
+    assert_non_null(c);
+    assert_ptr_equal(mri_pools_class_for(p, 97, 1), c); /* the same class */
+    assert_ptr_not_equal(mri_pools_class_for(p, 100, 16), c);
+    assert_null(mri_pools_class_for(p, 1040, 8));      /* left to the slow path (exact sizes) */
+    assert_null(mri_pools_class_for(p, 100, 32));      /* an alignment the inline paths do not take */
+    assert_null(mri_pools_class_for(p, 0, 8));
+    void *b = mri_pools_class_take(p, c);
+#if MR_CHECKED
+    assert_null(b); /* checked builds: always the slow path */
+    b = mr_pools_alloc(p, 100, 8);
+#else
+    if (b == NULL) /* the class's first block comes from the slow path */
+        b = mr_pools_alloc(p, 100, 8);
+#endif
+    assert_non_null(b);
+    assert_int_equal(mr_pools_block_size(p, 100, 8), 104);
+    fill(b, 100, 3);
+    if (!mri_pools_class_put(p, c, b))
+        mr_pools_free(p, b, 100, 8);
+    assert_int_equal(stats_of(p).in_use, 0);
+    assert_true(mr_pools_check(p));
+    destroy_checked(p);
+    p = make_exact(u, true);
+    assert_null(mri_pools_class_for(p, 100, 8)); /* thread-safe: none */
     destroy_checked(p);
 }
 
@@ -942,10 +1101,19 @@ typedef struct held_block {
  * calls upstream: header, chunks of several classes (first and grown),
  * record pages, direct blocks, reset, release.  ctx: the
  * max_blocks_per_chunk to use. */
+struct sweep_opts {
+    size_t max_blocks;
+    bool exact;
+};
+
 static bool sweep_run(mrt_upstream *u, void *ctx)
 {
-    const size_t *max_blocks = ctx;
-    mr_pools_options o = {&u->base, *max_blocks, 0, false};
+    const struct sweep_opts *so = ctx;
+    mr_pools_options o = {.upstream = &u->base, .max_blocks_per_chunk = so->max_blocks};
+    if (so->exact) {
+        o.exact_sizes = exact_set;
+        o.exact_count = sizeof exact_set / sizeof exact_set[0];
+    }
     errno = 0;
     mr_pools *p = mr_pools_create(&o);
     if (p == NULL) {
@@ -1002,12 +1170,13 @@ static bool sweep_run(mrt_upstream *u, void *ctx)
 static void test_fault_sweep(void **state)
 {
     (void)state;
-    static size_t max_blocks[] = {0, 8};
-    for (size_t k = 0; k < 2; k++) {
+    static struct sweep_opts opts[] = {{0, false}, {8, false}, {0, true}};
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
         char name[64];
-        snprintf(name, sizeof name, "pools, max_blocks_per_chunk %zu", max_blocks[k]);
-        mrt_fault_sweep(name, sweep_run, &max_blocks[k], MRT_FAIL_ONCE, 10);
-        mrt_fault_sweep(name, sweep_run, &max_blocks[k], MRT_FAIL_FROM, 10);
+        snprintf(name, sizeof name, "pools, max_blocks_per_chunk %zu%s", opts[k].max_blocks,
+                 opts[k].exact ? ", exact sizes" : "");
+        mrt_fault_sweep(name, sweep_run, &opts[k], MRT_FAIL_ONCE, 10);
+        mrt_fault_sweep(name, sweep_run, &opts[k], MRT_FAIL_FROM, 10);
     }
 }
 
@@ -1122,6 +1291,9 @@ int main(void)
 #endif
         mrt_unit_test(test_options),
         mrt_unit_test(test_thread_safe_one_thread),
+        mrt_unit_test(test_exact_sizes),
+        mrt_unit_test(test_exact_sizes_bad),
+        mrt_unit_test(test_class_for),
         mrt_unit_test(test_bad_input),
         mrt_unit_test(test_stats),
         mrt_unit_test(test_resource_view),

@@ -686,7 +686,7 @@ public:
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
 
 private:
-    static constexpr mr_pools_options ts_options{nullptr, 0, 0, true};
+    static constexpr mr_pools_options ts_options{nullptr, 0, 0, true, nullptr, 0};
 
     static mr_pools *create(const mr_pools_options *opts)
     {

@@ -22,6 +22,17 @@
  * small header (32 bytes, or one alignment unit), are returned upstream by
  * mr_pools_free at once, and by release and destroy when still held.
  *
+ * Exact sizes: above 1 KiB the classes are an eighth of a power of two
+ * apart, so a program whose big blocks come in a few sizes in great numbers
+ * (SQLite's page-cache entries and journal chunks) can lose up to 12.5% of
+ * each.  A size in exact_sizes (MR_POOLS_EXACT_MIN up to the largest pooled
+ * size) gets a class of its own whose blocks are that size rounded up to
+ * 16; a request with an alignment of 16 or less whose size rounds up to it
+ * is served there (mr_pools_block_size says so).  A size that is a class's
+ * already, and a repeated one, are left as they are.  The inline paths then
+ * stop below the class of the smallest exact size: larger requests take
+ * one call more.
+ *
  * Chunks: a class's first chunk holds about 4 KiB of blocks, each next one
  * twice as many, up to max_blocks_per_chunk blocks (default: 16384 blocks
  * and 64 KiB).  A chunk is the bytes its blocks need rounded to 64 bytes or
@@ -55,7 +66,9 @@
  *
  * Errors: a failed call returns NULL with errno = ENOMEM (the upstream could
  * not give memory, or the size cannot be represented) or EINVAL (alignment 0
- * or not a power of two, bad options) and leaves the pool as it was.
+ * or not a power of two, bad options: an exact size out of range, more than
+ * MR_POOLS_MAX_EXACT of them, exact_count without exact_sizes) and leaves
+ * the pool as it was.
  *
  * Sanitizers: built with AddressSanitizer (MR_SANITIZED) or against a
  * library built for Valgrind (MR_VALGRIND), alloc and free call out of line
@@ -88,6 +101,9 @@ typedef struct mr_pools_options {
                                            to a class, at most MR_POOLS_MAX_POOL_BLOCK;
                                            0: MR_POOLS_DEFAULT_POOL_BLOCK */
     bool   thread_safe;                 /* any thread may allocate and free (see "Threads" above) */
+    const size_t *exact_sizes;          /* sizes served at their own size, not their class's
+                                           (see "Exact sizes" above); NULL: none */
+    size_t exact_count;                 /* entries in exact_sizes, at most MR_POOLS_MAX_EXACT */
 } mr_pools_options;
 
 /* largest_required_pool_block when the options say 0. */
@@ -96,6 +112,9 @@ typedef struct mr_pools_options {
 #define MR_POOLS_MAX_POOL_BLOCK ((size_t)1024 * 1024)
 /* The largest alignment pooled blocks give; larger alignments go upstream. */
 #define MR_POOLS_MAX_ALIGN ((size_t)4096)
+/* The most exact sizes a pool has, and the smallest one. */
+#define MR_POOLS_MAX_EXACT ((size_t)8)
+#define MR_POOLS_EXACT_MIN ((size_t)1025)
 
 /* Creates a pool.  opts may be NULL (all defaults).  Only the header (about
  * 90 bytes a class, 180 thread-safe) is taken from upstream now; a class's
@@ -193,7 +212,9 @@ MR_API void mr_pools_reset(mr_pools *p);
 
 /* The options in effect: the upstream in use, largest_required_pool_block
  * as rounded (the largest pooled size), max_blocks_per_chunk as given (0 if
- * defaulted), thread_safe as given. */
+ * defaulted), thread_safe as given, exact_sizes and exact_count: the exact
+ * classes' block sizes (rounded, ascending; owned by the pool) and their
+ * number. */
 MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out);
 
 /* Fills *out (mr_stats is in resource.h).  O(classes).

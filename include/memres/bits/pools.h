@@ -3,11 +3,14 @@
  * read and call.  Not for direct use; the layout changes between versions
  * (rebuild against the headers of the library you link).
  *
- * Internal API for memres's own clients (memres.hpp): mri_pools_alloc_in
- * and mri_pools_free_in, mr_pools_alloc and mr_pools_free for an alignment
+ * Internal API for memres's own clients: mri_pools_alloc_in and
+ * mri_pools_free_in, mr_pools_alloc and mr_pools_free for an alignment
  * already known to be a power of two <= 16, and the slow paths
- * mri_pools_alloc_slow / mri_pools_free_slow they fall back to.  Everything
- * else here serves the inline bodies of memres/pools.h. */
+ * mri_pools_alloc_slow / mri_pools_free_slow they fall back to
+ * (memres.hpp); mri_pools_class_for with mri_pools_class_take /
+ * mri_pools_class_put, a request's class looked up once and used without
+ * the lookup (integrations/sqlite).  Everything else here serves the
+ * inline bodies of memres/pools.h. */
 #ifndef MEMRES_BITS_POOLS_H
 #define MEMRES_BITS_POOLS_H
 
@@ -32,6 +35,12 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
 MR_API MR_NOINLINE void *mri_pools_realloc_slow(mr_pools *p, void *ptr, size_t old_size, size_t new_size,
                                                 size_t align);
 MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t size, size_t align);
+
+/* The class a request of size bytes with alignment align takes on the
+ * inline paths of p, for mri_pools_class_take / mri_pools_class_put; NULL
+ * when none does (a thread-safe pool, a request the inline paths leave to
+ * the slow path).  Valid until p is destroyed. */
+MR_API struct mri_pools_class *mri_pools_class_for(mr_pools *p, size_t size, size_t align);
 
 /* One size class of a pool that is not thread-safe.  Invariants: bump and
  * end lie in the class's current chunk (bump == end == 0 before its first
@@ -169,13 +178,6 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
     (void)xbits;
 #endif
     mri_pools_free_slow(p, ptr, size, align);
-}
-
-/* The class array of a pool that is not thread-safe; NULL for a
- * thread-safe one. */
-static inline struct mri_pools_class *mri_pools_classes(mr_pools *p)
-{
-    return ((struct mri_pools_hot *)(void *)p)->classes;
 }
 
 #ifdef __cplusplus

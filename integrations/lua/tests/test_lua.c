@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* integrations/lua/tests/test_lua.c -- Lua on memres (memres/lua.h).
+/* integrations/lua/tests/test_lua.c -- Lua on memres (memres/lua.h), as
+ * named cmocka cases (one per script and per sweep).
  *
  * test_lua SCRIPT...
  *   Every script runs twice, on stock Lua (luaL_newstate: realloc/free) and
@@ -16,15 +17,17 @@
  *   valve between the pools and mr_failing opens) and, in the same state,
  *   the script must run again to the stock output (recovery).  Nothing
  *   leaks at any N.  The sweep ends at the first N that injects nothing.
- * Exit status 0 when everything held.
  */
 #include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cmocka.h>
 #include <lauxlib.h>
 #include <lualib.h>
 
@@ -97,10 +100,8 @@ static text run_stock(const char *name, const char *src, size_t len)
 {
     text out = {0}, err = {0};
     lua_State *L = luaL_newstate();
-    if (L == NULL || run(L, name, src, len, &out, &err) != LUA_OK) {
-        fprintf(stderr, "test_lua: %s on stock Lua: %s\n", name, err.s ? err.s : "no state");
-        exit(2);
-    }
+    if (L == NULL || run(L, name, src, len, &out, &err) != LUA_OK)
+        fail_msg("%s on stock Lua: %s", name, err.s ? err.s : "no state");
     lua_close(L);
     free(err.s);
     return out;
@@ -108,14 +109,15 @@ static text run_stock(const char *name, const char *src, size_t len)
 
 /* ---- the scripts, stock vs memres ---- */
 
-static void script_identical(const char *path)
+static void test_script(void **state)
 {
+    const char *path = *state;
     size_t len;
     char *src = read_file(path, &len);
     text stock = run_stock(path, src, len);
 
     mr_tracking *tr = mr_tracking_create(NULL);
-    mr_pools_options po = {mr_tracking_resource(tr), 0, 0, false};
+    mr_pools_options po = {.upstream = mr_tracking_resource(tr)};
     mr_pools *p = mr_pools_create(&po);
     CHECK(tr != NULL && p != NULL, "%s: pools", path);
     lua_State *L = mr_lua_newstate(p);
@@ -144,10 +146,11 @@ static void script_identical(const char *path)
 
 /* ---- the allocator's cases ---- */
 
-static void unit_alloc(void)
+static void test_alloc_cases(void **state)
 {
+    (void)state;
     mr_tracking *tr = mr_tracking_create(NULL);
-    mr_pools_options po = {mr_tracking_resource(tr), 0, 0, false};
+    mr_pools_options po = {.upstream = mr_tracking_resource(tr)};
     mr_pools *p = mr_pools_create(&po);
     CHECK(mr_lua_alloc(p, NULL, 0, 0) == NULL, "free of NULL returns NULL");
     char *a = mr_lua_alloc(p, NULL, LUA_TTABLE, 40); /* osize: a type tag, ignored */
@@ -200,8 +203,9 @@ static void valve_deallocate(mr_resource *self, void *p, size_t size, size_t ali
 
 static const struct mr_resource_ops valve_ops = {valve_allocate, valve_deallocate, NULL};
 
-static void sweep(const char *path)
+static void test_fault_sweep(void **state)
 {
+    const char *path = *state;
     size_t len;
     char *src = read_file(path, &len);
     text stock = run_stock(path, src, len);
@@ -212,7 +216,7 @@ static void sweep(const char *path)
         mr_failing *fl = mr_failing_create(&fo);
         valve v = {{&valve_ops}, mr_failing_resource(fl), mr_get_default_resource(), false};
         mr_tracking *tr = mr_tracking_create(&v.base);
-        mr_pools_options po = {mr_tracking_resource(tr), 0, 0, false};
+        mr_pools_options po = {.upstream = mr_tracking_resource(tr)};
         mr_pools *p = mr_pools_create(&po);
         lua_State *L = p != NULL ? mr_lua_newstate(p) : NULL;
         if (L == NULL) {
@@ -249,7 +253,7 @@ static void sweep(const char *path)
         unsigned long injected = mr_failing_failures(fl);
         mr_tracking_destroy(tr);
         mr_failing_destroy(fl);
-        if (injected == 0 || failures > 0)
+        if (injected == 0)
             break;
     }
     printf("%s: fault sweep: %lu failure points (%lu 'not enough memory' then recovered, %lu completed, "
@@ -260,15 +264,37 @@ static void sweep(const char *path)
     free(src);
 }
 
+/* The base name of a path, for a case's name. */
+static const char *base(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b != NULL ? b + 1 : path;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc >= 3 && strcmp(argv[1], "--sweep") == 0) {
-        for (int i = 2; i < argc; i++)
-            sweep(argv[i]);
-    } else {
-        unit_alloc();
-        for (int i = 1; i < argc; i++)
-            script_identical(argv[i]);
+    bool sweeps = argc >= 3 && strcmp(argv[1], "--sweep") == 0;
+    int first = sweeps ? 2 : 1, n = argc - first + (sweeps ? 0 : 1);
+    struct CMUnitTest *cases = calloc((size_t)n, sizeof *cases);
+    char **names = calloc((size_t)n, sizeof *names);
+    if (cases == NULL || names == NULL)
+        return 2;
+    int k = 0;
+    if (!sweeps)
+        cases[k++] = (struct CMUnitTest)cmocka_unit_test(test_alloc_cases);
+    for (int i = first; i < argc; i++, k++) {
+        const char *kind = sweeps ? "test_fault_sweep" : "test_script";
+        size_t len = strlen(kind) + strlen(base(argv[i])) + 4;
+        names[k] = malloc(len);
+        if (names[k] == NULL)
+            return 2;
+        snprintf(names[k], len, "%s (%s)", kind, base(argv[i]));
+        cases[k] = (struct CMUnitTest){names[k], sweeps ? test_fault_sweep : test_script, NULL, NULL, argv[i]};
     }
-    return itest_end();
+    int rc = _cmocka_run_group_tests(sweeps ? "lua fault sweeps" : "lua on memres", cases, (size_t)n, NULL, NULL);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(cases);
+    return rc;
 }

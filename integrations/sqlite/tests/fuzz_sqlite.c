@@ -5,16 +5,16 @@
  * sqlite3_msize, which go through xRoundup (memory statistics on), xMalloc,
  * xRealloc, xSize and xFree.
  *
- * Each input is a program.  Its first byte picks the install (a plain pool
- * behind the integration's lock, a thread-safe pool, or a pool whose classes
- * stop at 512 bytes: the three ways of sqlite.c), whether SQLite keeps
+ * Each input is a program.  Its first byte picks the pool, made by
+ * mr_sqlite_pools_create (a plain pool behind the integration's lock, a
+ * thread-safe pool, or a pool whose classes stop at 512 bytes), whether SQLite keeps
  * memory statistics, and whether the pool's memory comes from malloc or from
  * the page source (mapped and unmapped whole); the second picks a fault rule
  * of an mr_failing under the pools (none, the Nth request, the Nth and every
  * one after, or at random).
- * Then ops: allocate, free, resize, bursts of one size (which give a size
- * its exact pool: sqlite.c's promotion) and frees of a run of slots (which
- * empty an exact pool: its blocks go back), and checks.  A shadow model
+ * Then ops: allocate, free, resize, bursts of one size (sizes around the
+ * pool's exact sizes among them) and frees of a run of slots (which empty
+ * a class: its chunks go back), and checks.  A shadow model
  * keeps every block with a fill pattern over all the bytes its xSize says
  * it holds (at least what was asked); a block is verified whole before it
  * is freed or resized and at both ends at every check, and a resize keeps
@@ -68,9 +68,8 @@ typedef struct state {
 static unsigned byte(state *s) { return s->pos < s->len ? s->in[s->pos++] : 0; }
 static unsigned word(state *s) { unsigned hi = byte(s); return hi << 8 | byte(s); }
 
-/* Sizes the methods treat apart: the class table's (up to 1 KiB, LARGE in
- * sqlite.c), sizes that SQLite asks for in numbers and whose class wastes
- * more than 1/32 (exact sizes: its journal's 1 KiB chunks, its pages with
+/* Sizes the pool treats apart: the inline classes' (up to 1 KiB), the
+ * sizes around the exact ones (SQLite's journal chunks, its pages with
  * their headers), the largest class and past it (direct blocks), and sizes
  * SQLite refuses (not the largest it takes: 2 GiB to fill).  Big blocks
  * are rare: filling and verifying them is most of a run's time. */
@@ -221,7 +220,7 @@ static void step(state *s)
             slot_malloc(s, &s->s[(first + i) % SLOTS], n);
         break;
     }
-    case 7: { /* a run of frees: an exact pool may empty */
+    case 7: { /* a run of frees: a class may empty */
         unsigned k = 1 + byte(s) % 200, first = (unsigned)(sl - s->s);
         for (unsigned i = 0; i < k; i++)
             slot_free(&s->s[(first + i) % SLOTS]);
@@ -271,11 +270,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s->tr = s->fl != NULL ? mr_tracking_create(mr_failing_resource(s->fl)) : NULL;
     if (s->tr == NULL)
         FAIL("cannot create the adaptors");
-    mr_pools_options po = {mr_tracking_resource(s->tr), 0, mode == 2 ? 512 : 0, mode == 1};
-    s->p = mr_pools_create(&po);
+    mr_pools_options po = {.upstream = mr_tracking_resource(s->tr), .largest_required_pool_block = mode == 2 ? 512 : 0, .thread_safe = mode == 1};
+    s->p = mr_sqlite_pools_create(&po);
     if (s->p == NULL) { /* the header's request failed */
         if (mr_failing_failures(s->fl) == 0)
-            FAIL("mr_pools_create failed with no failure injected");
+            FAIL("mr_sqlite_pools_create failed with no failure injected");
     } else {
         if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, (int)memstatus) != SQLITE_OK)
             FAIL("SQLITE_CONFIG_MEMSTATUS");

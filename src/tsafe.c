@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* src/tcache.c -- thread caches: what makes mr_pools and mr_objpool safe to
+/* src/tsafe.c -- the thread-safe engine: per-(pool, thread) caches in front
+ * of shared per-class lists, what makes mr_pools and mr_objpool safe to
  * share between threads (thread_safe = true) with no lock and no shared
  * written cache line on the common path.
  *
@@ -65,7 +66,9 @@
  *         -> class mu (shared lists of one class of one pool)
  *           -> pool mu (ledger, chunk records, cache lists)
  * The common path takes none.  A refill takes its class's mu once; a new
- * chunk takes the pool's mu twice around the upstream call.
+ * chunk takes the pool's mu, which the chunk records (chunks.c) drop
+ * around the upstream call.  Thread exit and fork come through the one
+ * registry of per-thread state (threads.c), before the block pool's.
  *
  * Fork.  pthread_atfork takes every lock above before fork and releases
  * them after in both processes, so the child sees consistent shared lists.
@@ -82,10 +85,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tcache.h"
+#include "threads.h"
+#include "tsafe.h"
 
 #define LINK MRI_LINK
-#define REC_PAGE_BYTES ((size_t)4096)
 #define BATCH_BYTES ((size_t)16 * 1024) /* a batch moves about this much ... */
 #define BATCH_MIN ((size_t)2)           /* ... and at least 2, at most 128 blocks */
 #define BATCH_MAX ((size_t)128)
@@ -94,9 +97,6 @@ MR_API _Thread_local struct mri_tc_entry mri_tc_table[MRI_TC_SLOTS] __attribute_
 __thread struct mri_tc_thread mri_tc_self __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static pthread_key_t g_key;
-static bool g_key_ok;
 static struct mri_tc *g_engines; /* every engine (under g_mu) */
 static uint64_t g_next_id;       /* atomic */
 
@@ -182,66 +182,7 @@ static void region_push_locked(struct mri_tc *t, struct mri_tc_class *cls, uintp
     cls->region_blocks += (end - bump) / cls->size;
 }
 
-/* ---- the pool lock around upstream calls ---- */
-
-void *mri_tc_up_allocate(struct mri_tc *t, size_t size, size_t align)
-{
-    mri_ledger *l = t->ledger;
-    /* requests in flight count against a cap (held itself changes only
-     * with the upstream's answer: a snapshot never sees held > peak) */
-    size_t room = mri_ledger_room(l);
-    if (MR_UNLIKELY(t->reserved > room || size > room - t->reserved))
-        return mri_fail(ENOMEM);
-    t->reserved += size;
-    pthread_mutex_unlock(&t->mu);
-    void *p = mr_allocate(t->upstream, size, align);
-    int err = errno;
-    pthread_mutex_lock(&t->mu);
-    t->reserved -= size;
-    if (p == NULL) {
-        errno = err;
-        return NULL;
-    }
-    mri_ledger_note(l, size);
-    return p;
-}
-
-void mri_tc_up_deallocate(struct mri_tc *t, void *p, size_t size, size_t align)
-{
-    MR_ASSERT_INTERNAL(t->ledger->held >= size);
-    t->ledger->held -= size;
-    t->ledger->upstream_deallocations++;
-    pthread_mutex_unlock(&t->mu);
-    mr_deallocate(t->upstream, p, size, align);
-    pthread_mutex_lock(&t->mu);
-}
-
 /* ---- chunks ---- */
-
-struct rec_page {
-    struct rec_page *next;
-};
-#define REC_FIRST (mri_align_up_nocheck(sizeof(struct rec_page), alignof(struct mri_tc_chunk)))
-#define RECS_PER_PAGE ((REC_PAGE_BYTES - REC_FIRST) / sizeof(struct mri_tc_chunk))
-
-/* A chunk record, under t->mu (dropped while a record page is fetched). */
-static struct mri_tc_chunk *rec_new(struct mri_tc *t)
-{
-    if (t->rec_ptr == t->rec_end) {
-        struct rec_page *pg = mri_tc_up_allocate(t, REC_PAGE_BYTES, alignof(struct rec_page));
-        if (pg == NULL)
-            return NULL;
-        pg->next = t->rec_pages;
-        t->rec_pages = pg;
-        t->rec_page_count++;
-        /* another thread's page fetched meanwhile keeps its unused records */
-        t->rec_ptr = (uintptr_t)pg + REC_FIRST;
-        t->rec_end = t->rec_ptr + RECS_PER_PAGE * sizeof(struct mri_tc_chunk);
-    }
-    struct mri_tc_chunk *r = (struct mri_tc_chunk *)t->rec_ptr;
-    t->rec_ptr += sizeof *r;
-    return r;
-}
 
 /* The blocks of the next new chunk a thread takes for class cls: as many
  * as the thread already has of its own (its limit above the minimum), at
@@ -257,59 +198,31 @@ static size_t next_chunk_blocks(const struct mri_tc_class *cls, const struct mri
 }
 
 /* A new chunk of n blocks of cls from upstream, with its record.  No lock
- * held on entry or exit.  NULL with errno on failure, nothing kept. */
-static struct mri_tc_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls, size_t n)
+ * held on entry or exit.  NULL with errno on failure, nothing kept.  The
+ * chunk is counted by the ledger and put on the pending list in one hold
+ * of the lock, so that a fork finds it (fork_child) until the caller links
+ * it into its class. */
+static struct mri_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls, size_t n)
 {
-    const size_t s = cls->size;
     size_t bytes;
-    if (mri_mul_overflow(n, s, &bytes) || bytes > MRI_MAX_SIZE)
-        return mri_fail(ENOMEM);
-    if (cls->round) {
-        size_t page = mri_os_page_size();
-        if (!mri_align_up(bytes, bytes < page ? 64 : page, &bytes))
-            return mri_fail(ENOMEM);
-        n = bytes / s < cls->max_blocks ? bytes / s : cls->max_blocks;
-    }
-    /* The record first: then the chunk is counted by the ledger and put on
-     * the pending list in one hold of the lock, so that a fork finds it
-     * (fork_child) until the caller links it into its class. */
+    if (!mri_chunk_layout(cls->size, &n, cls->max_blocks, cls->round, &bytes))
+        return NULL;
     pthread_mutex_lock(&t->mu);
-    struct mri_tc_chunk *r = rec_new(t);
+    struct mri_chunk *r = mri_chunk_new(&t->chunks, bytes, n, cls->align);
     if (r != NULL) {
-        void *base = mri_tc_up_allocate(t, bytes, cls->align);
-        if (base != NULL) {
-            MR_ASSERT_INTERNAL((uintptr_t)base % cls->align == 0);
-            mri_track_poison(base, bytes);
-            r->base = (uintptr_t)base;
-            r->bytes = bytes;
-            r->blocks = n;
-            r->cls = cls;
-            r->next = t->pending;
-            t->pending = r;
-        } else { /* a failed call holds what it held before */
-            int err = errno;
-            if (t->rec_ptr == (uintptr_t)(r + 1)) /* no other thread took one since */
-                t->rec_ptr -= sizeof *r;
-            struct rec_page *pg = t->rec_pages;
-            if (t->rec_ptr == (uintptr_t)pg + REC_FIRST) { /* the page came for r: unused */
-                t->rec_pages = pg->next;
-                t->rec_page_count--;
-                t->rec_ptr = t->rec_end = 0; /* the page before was full */
-                mri_tc_up_deallocate(t, pg, REC_PAGE_BYTES, alignof(struct rec_page));
-            }
-            errno = err;
-            r = NULL;
-        }
+        r->cls = cls;
+        r->next = t->pending;
+        t->pending = r;
     }
     pthread_mutex_unlock(&t->mu);
     return r;
 }
 
 /* Takes r (from chunk_new) off the pending list; under cls->mu. */
-static void pending_remove(struct mri_tc *t, struct mri_tc_chunk *r)
+static void pending_remove(struct mri_tc *t, struct mri_chunk *r)
 {
     pthread_mutex_lock(&t->mu);
-    struct mri_tc_chunk **pp = &t->pending;
+    struct mri_chunk **pp = &t->pending;
     while (*pp != r)
         pp = &(*pp)->next;
     *pp = r->next;
@@ -318,7 +231,7 @@ static void pending_remove(struct mri_tc *t, struct mri_tc_chunk *r)
 }
 
 /* Appends chunk r to its class's list (under cls->mu, or in fork_child). */
-static void chunk_link(struct mri_tc_class *cls, struct mri_tc_chunk *r)
+static void chunk_link(struct mri_tc_class *cls, struct mri_chunk *r)
 {
     if (cls->last != NULL)
         cls->last->next = r;
@@ -366,7 +279,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         end = word1_get(b);
         cls->region_blocks -= (end - bump) / size;
     } else if (cls->next != NULL) {
-        struct mri_tc_chunk *r = cls->next;
+        struct mri_chunk *r = cls->next;
         cls->next = r->next;
         bump = r->base;
         end = r->base + r->blocks * size;
@@ -377,7 +290,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
     } else {
         size_t n = next_chunk_blocks(cls, s);
         pthread_mutex_unlock(&cls->mu);
-        struct mri_tc_chunk *r = chunk_new(t, cls, n);
+        struct mri_chunk *r = chunk_new(t, cls, n);
         if (r == NULL)
             return NULL;
         pthread_mutex_lock(&cls->mu);
@@ -479,10 +392,13 @@ static void thread_remove(struct mri_tc_thread *th, struct mri_tc_cache *c)
 
 /* ---- threads ---- */
 
-/* The key's destructor: a thread that used thread-safe pools exits. */
-static void thread_exit(void *arg)
+/* The thread-exit hook (threads.c): a thread that used thread-safe pools
+ * exits. */
+void mri_tsafe_thread_exit(void)
 {
-    struct mri_tc_thread *th = arg;
+    struct mri_tc_thread *th = &mri_tc_self;
+    if (!th->ready)
+        return;
     pthread_mutex_lock(&g_mu);
     pthread_mutex_lock(&th->mu);
     for (struct mri_tc_cache *c = th->caches, *next; c != NULL; c = next) {
@@ -501,7 +417,7 @@ static void thread_exit(void *arg)
     pthread_mutex_unlock(&g_mu);
 }
 
-static void fork_prepare(void)
+void mri_tsafe_fork_prepare(void)
 {
     pthread_mutex_lock(&g_mu);
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
@@ -511,7 +427,7 @@ static void fork_prepare(void)
     }
 }
 
-static void fork_parent(void)
+void mri_tsafe_fork_parent(void)
 {
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
         pthread_mutex_unlock(&t->mu);
@@ -521,17 +437,20 @@ static void fork_parent(void)
     pthread_mutex_unlock(&g_mu);
 }
 
-static void fork_child(void)
+void mri_tsafe_fork_child(void)
 {
     struct mri_tc_thread *self = &mri_tc_self;
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
+        /* no thread of the child is in the middle of an upstream call */
+        t->chunks.ledger->reserved = 0;
         /* chunks taken by threads that did not come along, not yet in
          * their class: linked now, their blocks a region anyone can carve */
-        for (struct mri_tc_chunk *r = t->pending, *next; r != NULL; r = next) {
+        for (struct mri_chunk *r = t->pending, *next; r != NULL; r = next) {
+            struct mri_tc_class *cls = r->cls;
             next = r->next;
             r->next = NULL;
-            chunk_link(r->cls, r);
-            region_push_locked(t, r->cls, r->base, r->base + r->blocks * r->cls->size);
+            chunk_link(cls, r);
+            region_push_locked(t, cls, r->base, r->base + r->blocks * cls->size);
         }
         t->pending = NULL;
         /* a push may have been between its compare-and-swap and its count */
@@ -558,15 +477,6 @@ static void fork_child(void)
     pthread_mutex_init(&g_mu, NULL);
 }
 
-static void global_init(void)
-{
-    g_key_ok = pthread_key_create(&g_key, thread_exit) == 0;
-    if (g_key_ok && pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
-        pthread_key_delete(g_key);
-        g_key_ok = false;
-    }
-}
-
 MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
 {
     struct mri_tc_thread *self = &mri_tc_self;
@@ -580,7 +490,9 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
         ;
     pthread_mutex_unlock(&self->mu);
     if (c == NULL) {
-        if (!g_key_ok)
+        /* its exit hands the cache back (again, when this is a later
+         * destructor's use): without that, no cache */
+        if (!mri_thread_watch())
             return mri_fail(ENOMEM);
         /* a spare cache, else a new one (no lock across the upstream call) */
         pthread_mutex_lock(&t->mu);
@@ -588,7 +500,7 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
         if (c != NULL) {
             list_remove(&t->spare, c);
         } else {
-            c = mri_tc_up_allocate(t, t->cache_bytes, 64);
+            c = mri_chunks_up_allocate(&t->chunks, t->cache_bytes, 64);
             if (c != NULL) {
                 memset(c, 0, t->cache_bytes);
                 c->owner = t;
@@ -614,9 +526,6 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
         self->caches = c;
         pthread_mutex_unlock(&self->mu);
         pthread_mutex_unlock(&g_mu);
-        /* the destructor runs at exit (again, if this is a destructor's use) */
-        if (pthread_getspecific(g_key) == NULL)
-            (void)pthread_setspecific(g_key, self);
     }
     mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].id = t->id;
     mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].slots = c->slots;
@@ -650,8 +559,7 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
 {
     struct mri_tc *t = mem;
     t->id = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_RELAXED);
-    t->ledger = ledger;
-    t->upstream = up;
+    t->chunks = (struct mri_chunks){.ledger = ledger, .upstream = up, .lock = &t->mu};
     t->key = key;
     t->nclasses = nclasses;
     t->classes = (struct mri_tc_class *)(void *)((char *)mem + mri_align_up_nocheck(sizeof(struct mri_tc), 64));
@@ -661,7 +569,7 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
 
 void mri_tc_start(struct mri_tc *t)
 {
-    pthread_once(&g_once, global_init);
+    (void)mri_threads_ready(); /* the fork handlers, before the pool is used */
     pthread_mutex_init(&t->mu, NULL);
     for (size_t i = 0; i < t->nclasses; i++) {
         struct mri_tc_class *cls = &t->classes[i];
@@ -703,7 +611,7 @@ static void empty_all(struct mri_tc *t, bool release)
         cls->region_blocks = 0;
         cls->frees_nocache = 0;
         if (MRI_TRACKING)
-            for (struct mri_tc_chunk *r = cls->chunks; r != NULL; r = r->next)
+            for (struct mri_chunk *r = cls->chunks; r != NULL; r = r->next)
                 mri_track_poison((void *)r->base, r->bytes);
         cls->next = cls->chunks;
         if (release) {
@@ -720,20 +628,13 @@ static void give_back(struct mri_tc *t)
 {
     pthread_mutex_lock(&t->mu);
     for (size_t i = 0; i < t->nclasses; i++) {
-        for (struct mri_tc_chunk *r = t->classes[i].dropped, *next; r != NULL; r = next) {
+        for (struct mri_chunk *r = t->classes[i].dropped, *next; r != NULL; r = next) {
             next = r->next;
-            mri_track_unpoison((void *)r->base, r->bytes);
-            mri_tc_up_deallocate(t, (void *)r->base, r->bytes, t->classes[i].align);
+            mri_chunk_free(&t->chunks, r, t->classes[i].align);
         }
         t->classes[i].dropped = NULL;
     }
-    for (struct rec_page *pg = t->rec_pages, *next; pg != NULL; pg = next) {
-        next = pg->next;
-        mri_tc_up_deallocate(t, pg, REC_PAGE_BYTES, alignof(struct rec_page));
-    }
-    t->rec_pages = NULL;
-    t->rec_ptr = t->rec_end = 0;
-    t->rec_page_count = 0;
+    mri_chunks_release(&t->chunks);
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -769,7 +670,7 @@ void mri_tc_fini(struct mri_tc *t)
     for (size_t l = 0; l < 3; l++)
         for (struct mri_tc_cache *c = lists[l], *next; c != NULL; c = next) {
             next = c->next;
-            mri_tc_up_deallocate(t, c, c->bytes, 64);
+            mri_chunks_up_deallocate(&t->chunks, c, c->bytes, 64);
         }
     t->active = t->spare = t->lost = NULL;
     pthread_mutex_unlock(&t->mu);
@@ -800,32 +701,10 @@ void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *free
 
 /* ---- invariants ---- */
 
-struct span {
-    uintptr_t lo, hi;
-};
-
 static int cmp_uptr(const void *x, const void *y)
 {
     uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
     return a < b ? -1 : a > b;
-}
-
-static int cmp_span(const void *x, const void *y) { return cmp_uptr(x, y); }
-
-/* The span of spans[0..n) (sorted by lo, disjoint) holding a, or NULL. */
-static const struct span *span_find(const struct span *spans, size_t n, uintptr_t a)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a < spans[mid].lo)
-            hi = mid;
-        else if (a >= spans[mid].hi)
-            lo = mid + 1;
-        else
-            return &spans[mid];
-    }
-    return NULL;
 }
 
 #define CHECK(cond, ...)                          \
@@ -839,16 +718,17 @@ static const struct span *span_find(const struct span *spans, size_t n, uintptr_
 /* Class i: every chunk, every cache's list and region, the shared lists;
  * no free block twice, none outside the carved part of a chunk. */
 static bool check_class(const struct mri_tc *t, size_t i, const char *who, const void *obj, size_t *held,
-                        size_t *blocks)
+                        size_t *blocks, size_t *records)
 {
     const struct mri_tc_class *cls = &t->classes[i];
     const size_t s = cls->size;
-    struct span *chunks = NULL, *uncarved = NULL;
+    size_t steps = 0; /* (walked on demand only: not counted) */
+    struct mri_span *chunks = NULL, *uncarved = NULL;
     uintptr_t *freeb = NULL;
     size_t nchunks = 0, capacity = 0;
-    const size_t max_records = t->rec_page_count * RECS_PER_PAGE;
+    const size_t max_records = mri_chunks_handed_out(&t->chunks);
     bool in_next = false;
-    for (const struct mri_tc_chunk *r = cls->chunks; r != NULL && nchunks <= max_records; r = r->next) {
+    for (const struct mri_chunk *r = cls->chunks; r != NULL && nchunks <= max_records; r = r->next) {
         in_next = in_next || r == cls->next;
         capacity += r->blocks;
         nchunks++;
@@ -881,7 +761,7 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
           cls->capacity);
     CHECK(cls->next == NULL || in_next, "class %zu (%zu B): next chunk not in the list", i, s);
     size_t k = 0, nu = 0, nf = 0, uncarved_blocks = 0;
-    for (const struct mri_tc_chunk *r = cls->chunks; r != NULL && k < nchunks; r = r->next) {
+    for (const struct mri_chunk *r = cls->chunks; r != NULL && k < nchunks; r = r->next) {
         CHECK(r->blocks >= 1 && r->blocks * s <= r->bytes && r->base % cls->align == 0,
               "class %zu (%zu B): chunk %p: %zu blocks in %zu bytes", i, s, (void *)r->base, r->blocks, r->bytes);
         chunks[k].lo = r->base;
@@ -889,11 +769,12 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
         *held += r->bytes;
         ++*blocks;
     }
-    qsort(chunks, nchunks, sizeof *chunks, cmp_span);
+    *records += nchunks;
+    mri_spans_sort(chunks, nchunks);
     for (size_t j = 1; j < nchunks; j++)
         CHECK(chunks[j].lo >= chunks[j - 1].hi, "class %zu (%zu B): chunks overlap at %p", i, s, (void *)chunks[j].lo);
     bool in = false;
-    for (const struct mri_tc_chunk *r = cls->chunks; r != NULL; r = r->next) {
+    for (const struct mri_chunk *r = cls->chunks; r != NULL; r = r->next) {
         in = in || r == cls->next;
         if (in) {
             uncarved[nu].lo = r->base;
@@ -918,9 +799,9 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
     }
     CHECK(shared_region_blocks == cls->region_blocks, "class %zu (%zu B): regions hold %zu blocks, counted %zu", i, s,
           shared_region_blocks, cls->region_blocks);
-    qsort(uncarved, nu, sizeof *uncarved, cmp_span);
+    mri_spans_sort(uncarved, nu);
     for (size_t j = 0; j < nu; j++) {
-        const struct span *ch = span_find(chunks, nchunks, uncarved[j].lo);
+        const struct mri_span *ch = mri_span_find(chunks, nchunks, uncarved[j].lo, &steps);
         CHECK(uncarved[j].lo < uncarved[j].hi && ch != NULL && uncarved[j].hi <= ch->hi &&
                   (uncarved[j].lo - ch->lo) % s == 0 && (uncarved[j].hi - uncarved[j].lo) % s == 0,
               "class %zu (%zu B): region %p..%p is not whole blocks of one chunk", i, s, (void *)uncarved[j].lo,
@@ -959,10 +840,10 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
     qsort(freeb, nf, sizeof *freeb, cmp_uptr);
     for (size_t j = 0; j < nf; j++) {
         CHECK(j == 0 || freeb[j] != freeb[j - 1], "class %zu (%zu B): block %p is free twice", i, s, (void *)freeb[j]);
-        const struct span *ch = span_find(chunks, nchunks, freeb[j]);
+        const struct mri_span *ch = mri_span_find(chunks, nchunks, freeb[j], &steps);
         CHECK(ch != NULL && (freeb[j] - ch->lo) % s == 0, "class %zu (%zu B): free block %p is no block of a chunk", i,
               s, (void *)freeb[j]);
-        CHECK(span_find(uncarved, nu, freeb[j]) == NULL, "class %zu (%zu B): free block %p is in an uncarved region",
+        CHECK(mri_span_find(uncarved, nu, freeb[j], &steps) == NULL, "class %zu (%zu B): free block %p is in an uncarved region",
               i, s, (void *)freeb[j]);
     }
     /* what lost caches hold is unknown: then only an upper bound */
@@ -983,8 +864,10 @@ fail:
 
 bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size_t *held, size_t *blocks)
 {
+    size_t records = 0;
+    MRI_VERIFY(t->pending == NULL, who, obj, "a chunk taken but not in its class while walked");
     for (size_t i = 0; i < t->nclasses; i++)
-        if (!check_class(t, i, who, obj, held, blocks))
+        if (!check_class(t, i, who, obj, held, blocks, &records))
             return false;
     const struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
     for (size_t l = 0; l < 3; l++)
@@ -996,7 +879,5 @@ bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size
             *held += c->bytes;
             ++*blocks;
         }
-    *held += t->rec_page_count * REC_PAGE_BYTES;
-    *blocks += t->rec_page_count;
-    return true;
+    return mri_chunks_verify(&t->chunks, who, obj, records, held, blocks);
 }

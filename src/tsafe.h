@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* src/tcache.h -- the engine behind the thread-safe pools (mr_pools and
+/* src/tsafe.h -- the engine behind the thread-safe pools (mr_pools and
  * mr_objpool with thread_safe = true): per-(pool, thread) caches in front
- * of shared per-class lists.  See tcache.c for the design and the memory
+ * of shared per-class lists.  See tsafe.c for the design and the memory
  * bound; this header has what pools.c and objpool.c inline.
  *
  * The caller (a pool) owns the memory of a struct mri_tc and its class
  * array (mri_tc_bytes), the ledger and the upstream; it fills each class's
- * size and chunk policy and calls mri_tc_init.  Blocks of class i are
+ * size and chunk policy and calls mri_tc_start.  Blocks of class i are
  * then allocated with mri_tc_alloc and freed with mri_tc_free from any
  * thread.  The caller unpoisons a block it hands out (the bytes the user
  * asked for); mri_tc_free poisons the whole block.
  */
-#ifndef MEMRES_SRC_TCACHE_H
-#define MEMRES_SRC_TCACHE_H
+#ifndef MEMRES_TSAFE_H
+#define MEMRES_TSAFE_H
 
 #include <pthread.h>
 
+#include "chunks.h"
 #include "internal.h"
 #include "ledger.h"
 #include "memres/bits/tcache.h"
@@ -34,34 +35,26 @@ struct mri_tc_cache {
     _Alignas(64) struct mri_tc_slot slots[];
 };
 
-/* A chunk of a class: blocks [base, base + blocks * size). */
-struct mri_tc_chunk {
-    struct mri_tc_chunk *next;
-    uintptr_t base;
-    size_t bytes, blocks;
-    struct mri_tc_class *cls;       /* its class */
-};
-
 /* The shared state of one class, under mu. */
 struct mri_tc_class {
     pthread_mutex_t mu;
-    void *batches;                  /* stack of batches of free blocks (tcache.c) */
+    void *batches;                  /* stack of batches of free blocks (tsafe.c) */
     size_t batched;                 /* blocks in them */
     void *regions;                  /* carving regions handed back by threads */
     size_t region_blocks;           /* blocks in them */
-    struct mri_tc_chunk *chunks;    /* every chunk, in order of first use */
-    struct mri_tc_chunk *last;      /* the newest */
-    struct mri_tc_chunk *next;      /* first chunk not handed out since reset; NULL: none */
-    struct mri_tc_chunk *dropped;   /* release: chunks to return once the locks are gone */
+    struct mri_chunk *chunks;    /* every chunk, in order of first use */
+    struct mri_chunk *last;      /* the newest */
+    struct mri_chunk *next;      /* first chunk not handed out since reset; NULL: none */
+    struct mri_chunk *dropped;   /* release: chunks to return once the locks are gone */
     size_t capacity;                /* blocks in all chunks */
     size_t frees_nocache;           /* frees by a thread that could not get a cache */
-    /* set by the pool before mri_tc_init */
+    /* set by the pool before mri_tc_start */
     size_t size;                    /* block size, >= 2 words */
     size_t align;                   /* chunk alignment (blocks are aligned to it) */
     size_t first_blocks;            /* blocks of the first chunk (>= 1) */
     size_t max_blocks;              /* the most blocks of a chunk; chunks double up to it */
     bool round;                     /* round chunk bytes to 64 / pages, filling with blocks */
-    /* set by mri_tc_init */
+    /* set by mri_tc_start */
     size_t batch;                   /* blocks a thread moves at once */
     size_t min_limit;               /* free blocks any thread may keep (2 * batch) */
 };
@@ -70,19 +63,14 @@ struct mri_tc_class {
 struct mri_tc {
     uint64_t id;                    /* never reused: stale thread entries never match */
     pthread_mutex_t mu;             /* ledger, chunk records, the cache lists */
-    mri_ledger *ledger;
-    mr_resource *upstream;
+    struct mri_chunks chunks;       /* the records, and every upstream call (lock: mu) */
     uintptr_t key;
     size_t nclasses;
     struct mri_tc_class *classes;
     struct mri_tc_cache *active, *spare, *lost;
     size_t cache_bytes;             /* one cache */
     struct mri_tc *reg_prev, *reg_next; /* every engine, for fork */
-    void *rec_pages;                /* chunk record pages (tcache.c) */
-    uintptr_t rec_ptr, rec_end;
-    size_t rec_page_count;
-    size_t reserved;                /* bytes of upstream requests in flight (under mu) */
-    struct mri_tc_chunk *pending;   /* chunks taken, not yet in their class (under mu) */
+    struct mri_chunk *pending;      /* chunks taken, not yet in their class (under mu) */
 };
 
 /* A thread's caches (its table of recent ones is mri_tc_table). */
@@ -116,14 +104,10 @@ void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *free
 /* Walks everything (quiescent only): returns true or reports the first
  * violation; adds the bytes and upstream blocks the engine holds. */
 bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size_t *held, size_t *blocks);
-/* The pool's lock (the caller's own shared state: direct blocks, ledger). */
+/* The pool's lock (the caller's own shared state: direct blocks, ledger);
+ * the caller's upstream calls go through t->chunks under it. */
 static inline void mri_tc_lock(struct mri_tc *t) { pthread_mutex_lock(&t->mu); }
 static inline void mri_tc_unlock(struct mri_tc *t) { pthread_mutex_unlock(&t->mu); }
-/* mri_ledger_allocate / deallocate for a caller holding t->mu: the lock is
- * dropped during the upstream call (an upstream may take locks of its own,
- * a thread-safe pool's among them: no lock order through user code). */
-void *mri_tc_up_allocate(struct mri_tc *t, size_t size, size_t align);
-void mri_tc_up_deallocate(struct mri_tc *t, void *p, size_t size, size_t align);
 
 /* Out of line: the first use of t by this thread (NULL, errno = ENOMEM
  * when no cache can be had), the slot's refill, the spill of a batch, a
@@ -184,4 +168,4 @@ static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
         mri_tc_spill(t, s, i);
 }
 
-#endif /* MEMRES_SRC_TCACHE_H */
+#endif /* MEMRES_TSAFE_H */

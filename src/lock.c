@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* src/lock.c -- the slow halves of the word lock (src/lock.h). */
+#include "lock.h"
+
+#define SPINS 64u
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+MR_API MR_NOINLINE void mri_lock_wait(mri_lock *l)
+{
+    for (unsigned i = 0; i < SPINS; i++) {
+        cpu_relax();
+        int v = 0;
+        if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_weak_explicit(&l->word, &v, 1, memory_order_acquire, memory_order_relaxed))
+            return;
+    }
+    pthread_mutex_lock(&l->mu);
+    while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+}
+
+MR_API MR_NOINLINE void mri_lock_wake(mri_lock *l)
+{
+    pthread_mutex_lock(&l->mu);
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
