@@ -492,7 +492,7 @@ static void *tracking_allocate(mr_resource *self, size_t size, size_t align)
         if (p != NULL)
             insert(t, p, size, align, t->base.ledger.upstream_allocations);
     }
-    MRI_WALK(&t->walk, check_locked(t, &t->walk.steps));
+    MRI_WALK(t, check_locked);
     unlock(&t->base);
     return p;
 }
@@ -514,7 +514,7 @@ static void tracking_deallocate(mr_resource *self, void *p, size_t size, size_t 
             r->live = false;
             t->live--;
             mri_ledger_deallocate(&t->base.ledger, t->base.upstream, p, size, align);
-            MRI_WALK(&t->walk, check_locked(t, &t->walk.steps));
+            MRI_WALK(t, check_locked);
             unlock(&t->base);
             return;
         }

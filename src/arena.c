@@ -53,6 +53,14 @@
  *   (cleanup_seq, big_seq == n), so a rewind stops at a mark's numbers
  *   without finding its records: a stale mark cannot run or free what lies
  *   before it.  hot.id is unique among arenas, renewed by release.
+ * Realloc and marks: hot.mark is 0 or a position in the current block at or
+ * after every live mark there (a save sets it to hot.ptr, a rewind to the
+ * mark's position, a move to a later block clears it: every mark lies
+ * before that block).  A live allocation that starts at or after hot.mark
+ * was made after every live mark, so growing it in place cannot put its
+ * bytes after a mark it predates; mr_arena_realloc copies otherwise.  (An
+ * inline rewind leaves hot.mark where the newest save put it, which is at
+ * or after the mark rewound to: conservative.)
  *
  * Huge pages by default.  Under the rule of memres/pages.h (huge_pages
  * AUTO and the malloc resource as upstream, the default), blocks of
@@ -83,8 +91,7 @@
  * blocks before the first full-size one fall short of 2 MiB: power-of-two
  * data (binary-trees: 2^k nodes of 16 bytes) no longer spills into one more
  * block.  Over the huge-page source such a block is one 2 MiB page and two
- * small ones.  (Measured: binary-trees depth 18, peak RSS 31.2 -> 27.2 MiB,
- * bump pointer 27.0.) */
+ * small ones (docs/design.md, "Block and chunk sizes"). */
 #define DEFAULT_MAX_BLOCK_SIZE (((size_t)2 << 20) + 8192)
 #define MIN_BLOCK_SIZE ((size_t)256) /* the floor arena.h documents for block_size */
 #define DEDICATED_SCAN 16 /* spare dedicated blocks looked at per large request */
@@ -200,6 +207,7 @@ static inline void set_current_at(mr_arena *a, block *b, uintptr_t ptr, uintptr_
     a->hot.cur = b;
     a->hot.ptr = ptr;
     a->hot.end = end;
+    a->hot.mark = 0; /* every live mark lies before this block (a rewind sets its own) */
 }
 
 static inline void set_current(mr_arena *a, block *b, uintptr_t ptr) { set_current_at(a, b, ptr, end_of(b)); }
@@ -210,6 +218,7 @@ static inline void set_empty(mr_arena *a)
 {
     a->hot.cur = NULL;
     a->hot.ptr = a->hot.end = mri_align_ptr((uintptr_t)(a + 1), ALIGN);
+    a->hot.mark = 0;
 }
 
 /* Make the first block of the chain current (or none). */
@@ -335,7 +344,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align);
 MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align)
 {
     void *p = alloc_slow(a, size, align);
-    MRI_WALK(&a->walk, walk(a, &a->walk.steps));
+    MRI_WALK(a, walk);
     return p;
 }
 
@@ -504,7 +513,7 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
         mri_track_poison(data_of(first), first->size - HDR);
     }
     restart(a);
-    MRI_WALK_NOW(&a->walk, walk(a, &a->walk.steps));
+    MRI_WALK_NOW(a, walk);
     return a;
 }
 
@@ -546,7 +555,7 @@ MR_API void mr_arena_release(mr_arena *a)
     a->hot.id = new_id(); /* every mark of the released blocks goes stale */
     restart(a);
     MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
-    MRI_WALK_NOW(&a->walk, walk(a, &a->walk.steps));
+    MRI_WALK_NOW(a, walk);
 }
 
 MR_API void mr_arena_destroy(mr_arena *a)
@@ -586,6 +595,7 @@ static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, uintptr_t mend, si
     if (mb != NULL) {
         mri_track_poison(mptr, mend - mptr);
         set_current_at(a, mb, mptr, mend);
+        a->hot.mark = mptr; /* the mark rewound to is the newest live one */
     } else {
         restart(a);
     }
@@ -631,13 +641,13 @@ MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
     MR_ASSERT(a != NULL, "mr_arena_rewind: arena is NULL");
     if (mark_ok(a, m))
         rewind_to(a, m.mri_block, m.mri_ptr, m.mri_end, m.mri_big_seq, m.mri_cleanup_seq);
-    MRI_WALK(&a->walk, walk(a, &a->walk.steps));
+    MRI_WALK(a, walk);
 }
 
 MR_API void mr_arena_reset(mr_arena *a)
 {
     rewind_to(a, NULL, 0, 0, 0, 0);
-    MRI_WALK_NOW(&a->walk, walk(a, &a->walk.steps));
+    MRI_WALK_NOW(a, walk);
 }
 
 MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
@@ -760,8 +770,8 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
     from->hot.id = new_id();
     from->next_size = from->block_size;
     restart(from);
-    MRI_WALK_NOW(&into->walk, walk(into, &into->walk.steps));
-    MRI_WALK_NOW(&from->walk, walk(from, &from->walk.steps));
+    MRI_WALK_NOW(into, walk);
+    MRI_WALK_NOW(from, walk);
     return 0;
 }
 
@@ -787,7 +797,9 @@ MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_
     uintptr_t up = (uintptr_t)p;
     if (mri_arena_is_newest(a, p, old_size)) {
         size_t rnew = mri_align_up_nocheck(new_size, ALIGN);
-        if (rnew <= a->hot.end - up) {
+        /* growing in place needs p at or after the newest mark (see the
+         * invariants): growth must not straddle a mark */
+        if (rnew <= a->hot.end - up && (new_size <= old_size || up >= a->hot.mark)) {
             if (new_size > old_size)
                 mri_track_unpoison(up + old_size, new_size - old_size);
             else
@@ -965,6 +977,8 @@ static bool walk(const mr_arena *a, size_t *steps)
     size_t held = a->header_size, owned = a->header_size != 0;
     CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
     if (a->hot.cur != NULL) {
+        CHECK(a->hot.mark == 0 || (a->hot.mark >= data_of(a->hot.cur) && a->hot.mark <= end_of(a->hot.cur)),
+              "newest mark %#jx outside the current block", (uintmax_t)a->hot.mark);
         CHECK(in_use_block(a, a->hot.cur), "current block %p not in the chain", (const void *)a->hot.cur);
         CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end <= end_of(a->hot.cur),
               "bump pointers outside the current block");

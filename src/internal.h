@@ -85,37 +85,35 @@ MR_NORETURN MR_COLD void mri_check_fail(const char *expr, const char *msg, const
  * takes the slow path, stays linear), while a small allocator is walked
  * after every call.  reset, release and destroy walk every time
  * (MRI_WALK_NOW).  The allocator embeds one struct mri_walk; its walker
- * counts the steps it takes into w->steps.  Compiled out below
+ * fn(obj, &steps) adds the steps it takes to steps.  Compiled out below
  * MR_DEBUG 3. */
 struct mri_walk {
-    size_t calls; /* slow-path calls since the last walk */
-    size_t due;   /* calls between the last walk and the next */
-    size_t steps; /* the last walk's steps (its walker adds to it) */
+    uint32_t calls; /* slow-path calls since the last walk */
+    uint32_t due;   /* calls between the last walk and the next */
 };
 #define MRI_WALK_RATIO ((size_t)4)
 static inline bool mri_walk_due(struct mri_walk *w) { return ++w->calls > w->due; }
-static inline void mri_walk_done(struct mri_walk *w)
+static inline void mri_walk_done(struct mri_walk *w, size_t steps)
 {
     w->calls = 0;
-    w->due = w->steps / MRI_WALK_RATIO;
-    w->steps = 0;
+    w->due = steps / MRI_WALK_RATIO < UINT32_MAX ? (uint32_t)(steps / MRI_WALK_RATIO) : UINT32_MAX;
 }
 #if MR_DEBUG >= 3
-#  define MRI_WALK_IF(now, w, e)                                                      \
-    do {                                                                             \
-        if ((now) || mri_walk_due(w)) {                                              \
-            MRI_CHECK_FAIL_IF(!(e), e, "invariant walk");                            \
-            mri_walk_done(w);                                                        \
-        }                                                                            \
+#  define MRI_WALK_IF(now, w, fn, obj)                                                 \
+    do {                                                                              \
+        if ((now) || mri_walk_due(w)) {                                               \
+            size_t mri_steps_ = 0;                                                    \
+            MRI_CHECK_FAIL_IF(!fn(obj, &mri_steps_), fn(obj), "invariant walk");       \
+            mri_walk_done(w, mri_steps_);                                             \
+        }                                                                             \
     } while (0)
 #else
-#  define MRI_WALK_IF(now, w, e) ((void)0)
+#  define MRI_WALK_IF(now, w, fn, obj) ((void)0)
 #endif
-/* After a slow path: walk w's allocator when due (e: its walker's call,
- * counting into (w)->steps). */
-#define MRI_WALK(w, e) MRI_WALK_IF(false, w, e)
+/* After a slow path: walk obj with fn when due. */
+#define MRI_WALK(obj, fn) MRI_WALK_IF(false, &(obj)->walk, fn, obj)
 /* At reset, release, destroy: walk now. */
-#define MRI_WALK_NOW(w, e) MRI_WALK_IF(true, w, e)
+#define MRI_WALK_NOW(obj, fn) MRI_WALK_IF(true, &(obj)->walk, fn, obj)
 
 /* The walkers (mr_<object>_check) report the first violated invariant with
  * one line on stderr, "memres: mr_arena_check(0x...): <what>", and return

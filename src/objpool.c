@@ -90,7 +90,7 @@ struct mr_objpool {
     size_t align;          /* alignment of objects and blocks, >= LINK_ALIGN */
     mri_ledger ledger;     /* upstream accounting, the header included */
     size_t header_bytes;   /* this struct (and, thread-safe, the engine after it) */
-    struct mri_tc *tc;     /* thread_safe: the thread caches, one class (tcache.c);
+    struct mri_tc *tc;     /* thread_safe: the thread caches, one class (tsafe.c);
                               blocks/directory unused */
     struct mri_walk walk;  /* MR_DEBUG 3: when the next walk is due */
 };
@@ -222,6 +222,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     p->header_bytes = header_bytes;
     p->hot.size = size;
     p->hot.key = mri_os_random();
+    p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
     p->resource.ops = &view_ops;
     p->upstream = up;
     p->per_block = per_block;
@@ -238,7 +239,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         mri_tc_start(p->tc);
         p->hot.tc_id = p->tc->id;
     }
-    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK_NOW(p, walk);
     return p;
 }
 
@@ -274,20 +275,39 @@ MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p)
             return NULL; /* errno = ENOMEM, nothing changed */
         obj = (void *)h->ptr;
         h->ptr += h->size;
+        if (MR_FREE_CHECK && !MRI_TRACKING && h->size >= 16)
+            mri_mark_set(obj, 0); /* carved again after a reset: no stale mark */
     }
     mri_track_unpoison(obj, h->size);
     h->allocations++;
-    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK(p, walk);
     return obj;
 }
 
-/* Reached only from callers built with ASan (or any caller, if it wishes). */
+/* Is obj on the free list (the calling thread's, thread-safe)? */
+static MR_NOINLINE bool freed_twice(mr_objpool *p, const void *obj)
+{
+    if (p->tc != NULL)
+        return mri_tc_listed(p->tc, 0, obj);
+    for (const void *o = p->hot.free; o != NULL; o = mri_link_load(o, p->hot.key))
+        if (o == obj)
+            return true;
+    return false;
+}
+
+/* Reached from callers built with ASan, and for a suspected double free. */
 MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
 {
     MR_ASSERT(p != NULL, "mr_objpool_free: pool is NULL");
     if (obj == NULL)
         return;
     struct mri_objpool_hot *h = &p->hot;
+    /* an object that holds the pool's mark (MR_FREE_CHECK) is looked for on
+     * the free list, only then */
+    if (!MRI_TRACKING && h->size >= 16 && mri_mark_test(obj, h->mark) && freed_twice(p, obj)) {
+        mri_misuse("mr_objpool_free: the object was freed twice", obj, __FILE__, __LINE__, __func__);
+        return;
+    }
     if (p->tc != NULL) {
         if (MRI_TRACKING) /* a free object is poisoned: a double free is reported */
             (void)*(volatile const char *)obj;
@@ -300,7 +320,7 @@ MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
     h->free = obj;
     h->frees++;
     mri_track_poison(obj, h->size);
-    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK(p, walk);
 }
 
 /* ---- reset / release ---- */
@@ -327,7 +347,7 @@ MR_API void mr_objpool_reset(mr_objpool *p)
     p->hot.ptr = p->hot.end = 0;
     p->hot.frees = p->hot.allocations;
     p->used = 0;
-    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK_NOW(p, walk);
 }
 
 MR_API void mr_objpool_release(mr_objpool *p)
@@ -349,7 +369,7 @@ MR_API void mr_objpool_release(mr_objpool *p)
     p->hot.ptr = p->hot.end = 0;
     p->hot.frees = p->hot.allocations;
     MR_ASSERT_INTERNAL(p->ledger.held == p->header_bytes);
-    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK_NOW(p, walk);
 }
 
 /* ---- stats and checks ---- */

@@ -206,6 +206,17 @@ void mri_pools_class_rewind(mr_pools *p, size_t i)
     p->cold[i] = (struct mri_pools_cold){r != NULL ? r->blocks : 0, c->frees, 0, false, c->allocations, p->taken};
 }
 
+/* Is ptr on class i's free list (the calling thread's, thread-safe)? */
+static MR_NOINLINE bool freed_twice(mr_pools *p, size_t i, const void *ptr)
+{
+    if (p->tc != NULL)
+        return mri_tc_listed(p->tc, i, ptr);
+    for (const void *b = p->hot.classes[i].free; b != NULL; b = mri_link_load(b, p->hot.key))
+        if (b == ptr)
+            return true;
+    return false;
+}
+
 /* ---- allocation ---- */
 
 MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t align)
@@ -232,10 +243,12 @@ MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t a
             return NULL; /* errno set, nothing changed */
         b = (void *)c->bump;
         c->bump += c->size;
+        if (MR_FREE_CHECK && !MRI_TRACKING && c->size >= 16)
+            mri_mark_set(b, 0); /* carved again after a reset: no stale mark */
     }
     mri_track_unpoison(b, size);
     c->allocations++;
-    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK(p, walk);
     return b;
 }
 
@@ -250,9 +263,15 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
         return;
     }
     /* A live block's requested bytes are unpoisoned; touching the first one
-     * of a block already freed (double free, free after reset) is reported. */
+     * of a block already freed (double free, free after reset) is reported.
+     * Else a block that holds the pool's mark (MR_FREE_CHECK) is looked for
+     * on its free list, only then. */
     if (MRI_TRACKING && size != 0)
         (void)*(volatile const char *)ptr;
+    if (!MRI_TRACKING && class_size(p, i) >= 16 && mri_mark_test(ptr, p->hot.mark) && freed_twice(p, i, ptr)) {
+        mri_misuse("mr_pools_free: the block was freed twice", ptr, __FILE__, __LINE__, __func__);
+        return;
+    }
     if (p->tc != NULL) {
         mri_tc_free(p->tc, ptr, i);
         return;
@@ -264,7 +283,7 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
     mri_track_poison(ptr, c->size);
     c->free = ptr;
     c->frees++;
-    MRI_WALK(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK(p, walk);
 }
 
 /* Reached when the inline path cannot keep the block: classes differ, a
@@ -380,6 +399,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     memset(p, 0, bytes);
     p->ledger = ledger;
     p->hot.key = mri_os_random();
+    p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
     p->hot.pool_max = shape.hot.pool_max;
     p->resource.ops = &view_ops;
     p->upstream = up;
@@ -400,7 +420,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     p->hot.alloc_max = p->hot.pool_max;
     for (size_t i = 0; i < nclasses; i++)
         p->hot.classes[i].size = class_size(p, i);
-    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK_NOW(p, walk);
     return p;
 }
 
@@ -426,7 +446,7 @@ MR_API void mr_pools_release(mr_pools *p)
     memset(p->purge_mask, 0, sizeof p->purge_mask);
     memset(p->trim_mask, 0, sizeof p->trim_mask);
     MR_ASSERT_INTERNAL(p->ledger.held == p->header_bytes);
-    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK_NOW(p, walk);
 }
 
 MR_API void mr_pools_reset(mr_pools *p)
@@ -439,7 +459,7 @@ MR_API void mr_pools_reset(mr_pools *p)
     }
     for (size_t i = 0; i < p->nclasses; i++)
         mri_pools_class_rewind(p, i);
-    MRI_WALK_NOW(&p->walk, walk(p, &p->walk.steps));
+    MRI_WALK_NOW(p, walk);
 }
 
 MR_API void mr_pools_destroy(mr_pools *p)

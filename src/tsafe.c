@@ -51,7 +51,7 @@
  *                    blocks + one region) + the new chunk.
  * Rounds of fresh threads add nothing: an exiting thread's blocks and
  * region go to the shared lists, where the next round takes them first
- * (tests/test_pools_threads.c proves it on exact held).
+ * (tests/test_pools_threads_bound.c proves it on exact held).
  *
  * Cache lookup.  Each pool has an id from a global counter, never reused.
  * A thread keeps a direct-mapped table id -> cache (MRI_TC_SLOTS entries,
@@ -530,6 +530,15 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
     mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].id = t->id;
     mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].slots = c->slots;
     return c;
+}
+
+bool mri_tc_listed(struct mri_tc *t, size_t i, const void *b)
+{
+    const struct mri_tc_slot *s = mri_tc_slot_of(t->id, i);
+    for (const void *f = s != NULL ? s->free : NULL; f != NULL; f = mri_link_load(f, t->key))
+        if (f == b)
+            return true;
+    return false;
 }
 
 void mri_tc_flush(struct mri_tc *t)

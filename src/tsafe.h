@@ -109,6 +109,10 @@ bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size
 static inline void mri_tc_lock(struct mri_tc *t) { pthread_mutex_lock(&t->mu); }
 static inline void mri_tc_unlock(struct mri_tc *t) { pthread_mutex_unlock(&t->mu); }
 
+/* Is b on the calling thread's free list of class i (MR_FREE_CHECK's
+ * confirmation of a double free)? */
+bool mri_tc_listed(struct mri_tc *t, size_t i, const void *b);
+
 /* Out of line: the first use of t by this thread (NULL, errno = ENOMEM
  * when no cache can be had), the slot's refill, the spill of a batch, a
  * free with no cache. */
@@ -148,6 +152,8 @@ static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
             return NULL;
     }
     MRI_TC_COUNT(s->allocations);
+    if (MR_FREE_CHECK && !MRI_TRACKING)
+        mri_mark_set(b, 0); /* no stale mark (bits/tcache.h): nor batch records */
     return b;
 }
 

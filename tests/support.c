@@ -160,6 +160,30 @@ const mrt_request *mrt_upstream_request(const mrt_upstream *u, size_t i)
 
 /* ---- fixtures ---- */
 
+void mrt_record_violation(const char *what, const void *ptr, void *ctx)
+{
+    mrt_violations *v = ctx;
+    v->count++;
+    v->last = what;
+    v->ptr = ptr;
+}
+
+int mrt_violation_setup(void **state)
+{
+    static mrt_violations v;
+    memset(&v, 0, sizeof v);
+    mr_set_violation_handler(mrt_record_violation, &v);
+    *state = &v;
+    return 0;
+}
+
+int mrt_violation_teardown(void **state)
+{
+    (void)state;
+    mr_set_violation_handler(NULL, NULL);
+    return 0;
+}
+
 int mrt_upstream_setup(void **state)
 {
     mrt_upstream *u = malloc(sizeof *u);

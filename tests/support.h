@@ -39,6 +39,20 @@
 #  endif
 #endif
 
+/* A recording violation handler (mr_set_violation_handler): counts what
+ * the library reports and returns, so the call takes its safe way out.
+ * mrt_violation_setup / _teardown install it as a cmocka fixture (*state:
+ * the mrt_violations). */
+typedef struct mrt_violations {
+    int count;
+    const char *last;
+    const void *ptr;
+} mrt_violations;
+void mrt_record_violation(const char *what, const void *ptr, void *ctx);
+int mrt_violation_setup(void **state);
+int mrt_violation_teardown(void **state);
+#define mrt_violation_test(f) cmocka_unit_test_setup_teardown(f, mrt_violation_setup, mrt_violation_teardown)
+
 typedef struct mrt_block {
     void  *p;
     size_t size, align;

@@ -120,12 +120,15 @@ static void assert_agrees(const mr_arena *a, const mrt_upstream *u)
 }
 
 /* Where the next n-byte allocation goes, without keeping it. */
+/* Where the next allocation of n bytes lands: allocated and given back as
+ * the newest (the resource view's deallocate), which leaves the arena as it
+ * was -- a save and rewind would leave a mark behind, and an allocation
+ * before a mark is not grown in place (mr_arena_realloc). */
 static void *probe_n(mr_arena *a, size_t n)
 {
-    mr_arena_mark m = mr_arena_save(a);
     void *p = mr_arena_alloc(a, n);
     assert_non_null(p);
-    mr_arena_rewind(a, m);
+    mr_deallocate(mr_arena_resource(a), p, n, MR_ARENA_ALIGN);
     return p;
 }
 
@@ -766,6 +769,63 @@ static void test_realloc_in_place_newest(void **state)
     mr_arena_destroy(a);
 }
 
+/* A mark saved after an allocation: growing that allocation in place would
+ * put its new bytes after the mark, where a rewind to the mark frees them
+ * while the object lives (an outside report: the next allocation landed
+ * inside it).  The arena copies instead; the object before the mark stays
+ * whole across the rewind, and growth in place returns for allocations made
+ * after the newest mark. */
+static void test_realloc_across_a_mark(void **state)
+{
+    mrt_upstream *u = *state;
+    mr_arena *a = arena_on(&u->base, 4096, 0, 0);
+    unsigned char *buf = mr_arena_alloc(a, 16);
+    assert_non_null(buf);
+    memset(buf, 'a', 16);
+    mr_arena_mark m = mr_arena_save(a);
+    unsigned char *grown = mr_arena_realloc(a, buf, 16, 64);
+    assert_non_null(grown);
+    assert_ptr_not_equal(grown, buf); /* copied: buf lies before the mark */
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(grown[i], 'a');
+    memset(grown + 16, 'b', 48);
+    /* an allocation made after the newest mark still grows in place */
+    unsigned char *t = mr_arena_alloc(a, 32);
+    assert_non_null(t);
+    assert_ptr_equal(mr_arena_realloc(a, t, 32, 96), t);
+    mr_arena_rewind(a, m);
+    /* what follows the mark is free again; buf, before it, is whole */
+    for (int k = 0; k < 4; k++) {
+        unsigned char *next = mr_arena_alloc(a, 48);
+        assert_non_null(next);
+        memset(next, 'z', 48);
+        assert_true(next >= buf + 16 || next + 48 <= buf);
+    }
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(buf[i], 'a');
+    /* after the rewind, m is the newest mark: an allocation after it grows
+     * in place again, one before it does not */
+    mr_arena_rewind(a, m);
+    unsigned char *after = mr_arena_alloc(a, 16);
+    assert_ptr_equal(mr_arena_realloc(a, after, 16, 200), after);
+    mr_arena_rewind(a, m);
+    /* with no mark since it, the newest allocation grows in place */
+    mr_arena_reset(a);
+    unsigned char *solo = mr_arena_alloc(a, 16);
+    assert_ptr_equal(mr_arena_realloc(a, solo, 16, 1000), solo);
+    /* a mark in an earlier block: the newest allocation of a later block
+     * grows in place */
+    mr_arena_mark early = mr_arena_save(a);
+    unsigned char *fill = mr_arena_alloc(a, 3000);
+    assert_non_null(fill);
+    unsigned char *later = mr_arena_alloc(a, 4000); /* another block */
+    assert_non_null(later);
+    assert_ptr_equal(mr_arena_realloc(a, later, 4000, 4100), later);
+    mr_arena_rewind(a, early);
+    assert_true(mr_arena_check(a));
+    mr_arena_destroy(a);
+}
+
 static void test_realloc_copies(void **state)
 {
     mrt_upstream *u = *state;
@@ -829,9 +889,10 @@ static void test_realloc_failure_keeps_p(void **state)
     assert_unchanged(a, NULL, &before);
     assert_int_equal(verify(old, 64, 9), SIZE_MAX);
     assert_ptr_equal(probe(a), next);
-    /* and the arena still works */
-    assert_ptr_equal(mr_arena_realloc(a, p, 64, 128), p);
-    assert_int_equal(verify(p, 64, 10), SIZE_MAX);
+    /* and the arena still works (a copy: the snapshots saved marks after p) */
+    unsigned char *q = mr_arena_realloc(a, p, 64, 128);
+    assert_non_null(q);
+    assert_int_equal(verify(q, 64, 10), SIZE_MAX);
     mr_arena_destroy(a);
 
     /* with an upstream that fails when the arena needs a new block */
@@ -845,7 +906,7 @@ static void test_realloc_failure_keeps_p(void **state)
     assert_unchanged(a, u, &before);
     assert_int_equal(verify(p, 100, 11), SIZE_MAX);
     u->fail_at = 0;
-    unsigned char *q = mr_arena_realloc(a, p, 100, 100000);
+    q = mr_arena_realloc(a, p, 100, 100000);
     assert_non_null(q);
     assert_int_equal(verify(q, 100, 11), SIZE_MAX);
     mr_arena_destroy(a);
@@ -2580,6 +2641,7 @@ int main(void)
         mrt_unit_test(test_calloc_zeroes),
         mrt_unit_test(test_calloc_overflow),
         mrt_unit_test(test_realloc_in_place_newest),
+        mrt_unit_test(test_realloc_across_a_mark),
         mrt_unit_test(test_realloc_copies),
         mrt_unit_test(test_realloc_failure_keeps_p),
         mrt_unit_test(test_strdup_strndup),

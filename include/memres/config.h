@@ -104,13 +104,30 @@ static inline int mri_clzll_fallback(unsigned long long x)
  * everything built against it (the CMake targets and memres.pc carry
  * -DMR_HARDENED=1): free-list links of object pools and size-class pools
  * are then stored encoded with a random per-pool key (see mri_link_load in
- * resource.h).  Off by default: it costs 5% of the instructions on churn
- * and 12% on git-objects (callgrind; docs/RELIABILITY.md), above the 3%
- * the project allows a default.  The library and its users must agree:
+ * memres/bits/link.h).  Off by default: it costs the pools' fast paths more
+ * than the project allows a default (docs/RELIABILITY.md has the figures).
+ * The library and its users must agree:
  * build against a hardened library only through its CMake package or
  * pkg-config file (or pass -DMR_HARDENED=1 yourself). */
 #ifndef MR_HARDENED
 #  define MR_HARDENED 0
+#endif
+
+/* MR_FREE_CHECK is 1 in code built without NDEBUG (a debug build): the
+ * inline frees of object pools and size-class pools then write the pool's
+ * mark into the second word of each block they free, and one that finds
+ * the mark there already leaves the block to the library, which walks that
+ * free list (then only) and reports a block found on it -- a double free --
+ * to the violation handler (resource.h), in every build of the library:
+ * glibc's tcache key, for memres.  Blocks of one word are not checked.  It
+ * costs a load, a compare and a store a free and a store an allocation, so
+ * release builds (NDEBUG) leave it out; define it to 0 or 1 to choose. */
+#ifndef MR_FREE_CHECK
+#  ifdef NDEBUG
+#    define MR_FREE_CHECK 0
+#  else
+#    define MR_FREE_CHECK 1
+#  endif
 #endif
 
 /* MR_CHECKED: the inline fast paths call out of line, so that the library

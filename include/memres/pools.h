@@ -117,11 +117,12 @@ typedef struct mr_pools_options {
 #define MR_POOLS_EXACT_MIN ((size_t)1025)
 
 /* Creates a pool.  opts may be NULL (all defaults).  Only the header (about
- * 90 bytes a class, 180 thread-safe) is taken from upstream now; a class's
- * chunks come with its first allocation.  Errors: NULL with errno = ENOMEM
- * (the upstream cannot give the header) or EINVAL (bad options).  A
- * thread-safe pool's per-thread cache comes with each thread's first call
- * (which then fails with ENOMEM if the upstream cannot give it). */
+ * 110 bytes a class, 10 KiB with the defaults; thread-safe, 180 a class) is
+ * taken from upstream now; a class's chunks come with its first
+ * allocation.  Errors: NULL with errno = ENOMEM (the upstream cannot give
+ * the header) or EINVAL (bad options).  A thread-safe pool's per-thread
+ * cache comes with each thread's first call (which then fails with ENOMEM
+ * if the upstream cannot give it). */
 MR_API mr_pools *mr_pools_create(const mr_pools_options *opts);
 
 /* Returns every chunk, every direct block and the header upstream.  NULL:
@@ -147,7 +148,9 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
  * goes on its class's free list, a direct block upstream at once.  A wrong
  * size or alignment, a double free or a foreign pointer corrupts the pool
  * (mr_pools_check finds most of it; ASan builds report the use after free
- * that follows).  Inline, no call in the common case: a push. */
+ * that follows); code built without NDEBUG reports a pooled block freed
+ * twice to the violation handler and ignores the second free
+ * (MR_FREE_CHECK, config.h).  Inline, no call in the common case: a push. */
 static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t align)
 {
     if (MR_LIKELY(MRI_POOLS_ALIGN_OK(align)))

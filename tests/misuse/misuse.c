@@ -439,13 +439,34 @@ static void arena_buffer_write_after_reset(void)
     mr_arena_destroy(a);
 }
 
-static void arena_realloc_part_after_rewind(void)
+/* realloc of an allocation made before a mark, then a rewind to the mark:
+ * the object before the mark stays whole (the grown copy is an allocation
+ * after the mark, freed whole by the rewind) */
+static void arena_realloc_across_mark(void)
+{
+    mr_arena *a = must(mr_arena_create(NULL), "arena");
+    unsigned char *buf = must(mr_arena_alloc(a, 16), "alloc");
+    memset(buf, 'a', 16);
+    mr_arena_mark m = mr_arena_save(a);
+    (void)must(mr_arena_realloc(a, buf, 16, 64), "realloc");
+    mr_arena_rewind(a, m);
+    unsigned char *next = must(mr_arena_alloc(a, 48), "alloc");
+    memset(next, 'z', 48);
+    if (buf[15] != 'a' || (next < buf + 16 && next + 48 > buf)) {
+        printf("UNSAFE: a rewind freed part of an object grown across the mark\n");
+        fflush(stdout);
+    }
+    mr_arena_destroy(a);
+}
+
+/* the grown copy used after the rewind that freed it */
+static void arena_realloc_copy_after_rewind(void)
 {
     mr_arena *a = must(mr_arena_create(NULL), "arena");
     unsigned char *buf = must(mr_arena_alloc(a, 16), "alloc");
     mr_arena_mark m = mr_arena_save(a);
     unsigned char *grown = must(mr_arena_realloc(a, buf, 16, 64), "realloc");
-    mr_arena_rewind(a, m); /* frees the grown part: bytes 16..63 */
+    mr_arena_rewind(a, m); /* frees the copy, made after m */
     touch_write(grown + 32, 16);
     mr_arena_destroy(a);
 }
@@ -778,16 +799,18 @@ static void failing_over_free(void)
 
 /* The headers' words, one line each (the runner finds their line). */
 #define OBJPOOL_WALKER {P_WALKER, "objpool.h", "object twice or one from elsewhere corrupts the pool (mr_objpool_check"}
+#define OBJPOOL_FREE_CHECK {P_DEBUG, "objpool.h", "built without NDEBUG reports an object freed twice to the violation"}
 #define OBJPOOL_UAF_AFTER {P_ASAN, "objpool.h", "finds it; ASan builds report the use after free that follows"}
 #define OBJPOOL_POISON {P_ASAN | P_VALGRIND, "objpool.h", "poisons free objects: use after free or reset is reported."}
 #define POOLS_WALKER {P_WALKER, "pools.h", "corrupts the pool (mr_pools_check finds most of it; ASan builds report the"}
+#define POOLS_FREE_CHECK {P_DEBUG, "pools.h", "that follows); code built without NDEBUG reports a pooled block freed"}
 #define POOLS_UAF_AFTER {P_ASAN, "pools.h", "corrupts the pool (mr_pools_check finds most of it; ASan builds report the"}
 #define POOLS_POISON {P_ASAN | P_VALGRIND, "pools.h", "its block: use after free or reset, and overflow into the class rounding,"}
 #define POOLS_ROUNDING {P_ASAN, "pools.h", "size); writing past the size asked for is reported in ASan builds."}
 #define ARENA_MARKS {P_DEBUG, "arena.h", "debug builds (MR_DEBUG >= 1) report these to the violation handler"}
 #define ARENA_IGNORED {P_SAFE, "arena.h", "after an earlier rewind's target (a stale mark).  In every build a rewind"}
 #define ARENA_MARK_BLOCK {P_DEBUG, "arena.h", "(resource.h) and also check that m's block is in use"}
-#define ARENA_REALLOC {P_ASAN, "arena.h", "ASan builds report"}
+#define ARENA_REALLOC {P_SAFE, "arena.h", "an object never straddles a mark: grown after a mark, the copy is an"}
 #define CHECKED_MARKS {P_ASAN | P_VALGRIND, "config.h", "as it poisons it for ASan, so memcheck reports use after rewind, reset,"}
 #define BLOCKS_DESTROY {P_DEBUG, "blocks.h", "been put back / deallocated first (checked in debug builds)"}
 #define TRACKING_EVERY {P_ALL, "adaptors.h", "EVERY build, release included -- that is what the adaptor is for."}
@@ -797,7 +820,7 @@ static void failing_over_free(void)
 
 static const struct mcase cases[] = {
     {"objpool_double_free", objpool_double_free, "mr_objpool_free of the same object twice",
-     {OBJPOOL_WALKER, OBJPOOL_UAF_AFTER, NONE}},
+     {OBJPOOL_WALKER, OBJPOOL_UAF_AFTER, OBJPOOL_FREE_CHECK}},
     {"objpool_free_after_reset", objpool_free_after_reset, "mr_objpool_free of an object from before mr_objpool_reset",
      {OBJPOOL_POISON, NONE, NONE}},
     {"objpool_foreign_pointer", objpool_foreign_pointer, "mr_objpool_free of memory the pool never gave",
@@ -816,7 +839,7 @@ static const struct mcase cases[] = {
      "resource deallocate with a size the pool never gives", {NONE, NONE, NONE}},
 
     {"pools_double_free", pools_double_free, "mr_pools_free of a pooled block twice",
-     {POOLS_WALKER, POOLS_UAF_AFTER, NONE}},
+     {POOLS_WALKER, POOLS_UAF_AFTER, POOLS_FREE_CHECK}},
     {"pools_free_after_reset", pools_free_after_reset, "mr_pools_free of a block from before mr_pools_reset",
      {POOLS_POISON, NONE, NONE}},
     {"pools_foreign_pointer", pools_foreign_pointer, "mr_pools_free of memory the pool never gave (pooled size)",
@@ -859,9 +882,12 @@ static const struct mcase cases[] = {
      "write after mr_arena_reset, arena over a caller's buffer", {CHECKED_MARKS, NONE, NONE}},
     {"arena_write_after_release", arena_write_after_release,
      "write to arena memory after mr_arena_release (memory back upstream)", {NONE, NONE, NONE}},
-    {"arena_realloc_part_after_rewind", arena_realloc_part_after_rewind,
-     "write to the part a realloc grew in place, after a rewind to a mark before the realloc",
+    {"arena_realloc_across_mark", arena_realloc_across_mark,
+     "realloc of an allocation made before a mark, then a rewind to the mark",
      {ARENA_REALLOC, NONE, NONE}},
+    {"arena_realloc_copy_after_rewind", arena_realloc_copy_after_rewind,
+     "write to a realloc's copy after a rewind to a mark saved before the realloc",
+     {CHECKED_MARKS, NONE, NONE}},
     {"arena_stale_mark_cleanups", arena_stale_mark_cleanups, "rewind to a mark with more cleanups than are pending",
      {ARENA_MARKS, ARENA_IGNORED, NONE}},
     {"arena_stale_mark_large_blocks", arena_stale_mark_large_blocks,

@@ -47,6 +47,8 @@ struct mri_arena_hot {
     size_t big_seq;      /* dedicated blocks in use (the newest one's number) */
     size_t cleanup_seq;  /* pending cleanups (the newest one's number) */
     uint64_t id;         /* never reused by another arena; renewed by release */
+    uintptr_t mark;      /* where the newest mark was saved in the current block (0: none
+                            there): an allocation below it is not grown in place */
 };
 
 /* Requests up to this size take the inline path; p + size cannot wrap for

@@ -36,4 +36,15 @@ static inline void mri_link_store(void *slot, const void *next, uintptr_t key)
     memcpy(slot, &v, sizeof v);
 }
 
+/* The mark of a free block (MR_FREE_CHECK, config.h): its second word,
+ * the pool's random mark while the block is free. */
+static inline bool mri_mark_test(const void *b, uintptr_t mark)
+{
+    uintptr_t v;
+    memcpy(&v, (const char *)b + sizeof(void *), sizeof v);
+    return v == mark;
+}
+
+static inline void mri_mark_set(void *b, uintptr_t mark) { memcpy((char *)b + sizeof(void *), &mark, sizeof mark); }
+
 #endif /* MEMRES_BITS_LINK_H */

@@ -42,6 +42,7 @@ struct mri_objpool_hot {
                                (like its allocations: free and ptr == end stay 0)
                                all leave the unsynchronised inline path */
     uint64_t tc_id;         /* thread-safe: the pool's id (bits/tcache.h); 0: not */
+    uintptr_t mark;         /* a free object's second word (MR_FREE_CHECK) */
 };
 
 /* The unsynchronised part of mr_objpool_alloc: an object from the free list
@@ -55,6 +56,8 @@ static inline void *mri_objpool_take(mr_objpool *p)
     if (MR_LIKELY(obj != NULL)) {
         h->free = mri_link_load(obj, h->key);
         h->allocations++;
+        if (MR_FREE_CHECK && h->size >= 16)
+            mri_mark_set(obj, 0);
         return obj;
     }
     uintptr_t q = h->ptr;
@@ -62,6 +65,8 @@ static inline void *mri_objpool_take(mr_objpool *p)
         MR_ASSUME(q != 0); /* a block is never at address 0 */
         h->allocations++; /* first: see mri_pools_class_take */
         h->ptr = q + h->size;
+        if (MR_FREE_CHECK && h->size >= 16)
+            mri_mark_set((void *)q, 0);
         return (void *)q;
     }
 #else
@@ -71,13 +76,18 @@ static inline void *mri_objpool_take(mr_objpool *p)
 }
 
 /* The unsynchronised part of mr_objpool_free: true when obj went on the
- * free list; false for a thread-safe pool, obj NULL, and in checked
- * builds. */
+ * free list; false for a thread-safe pool, obj NULL, in checked builds,
+ * and with MR_FREE_CHECK when obj holds the pool's mark. */
 static inline bool mri_objpool_put(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
     if (MR_LIKELY((uintptr_t)obj > h->guard)) { /* not NULL, and not thread-safe */
+        if (MR_FREE_CHECK && h->size >= 16) {
+            if (MR_UNLIKELY(mri_mark_test(obj, h->mark)))
+                return false;
+            mri_mark_set(obj, h->mark);
+        }
         mri_link_store(obj, h->free, h->key);
         h->free = obj;
         h->frees++;
@@ -119,7 +129,7 @@ static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
     if (h->tc_id != 0 && obj != NULL) {
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
-        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key)))
+        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key, h->mark)))
             return true;
     }
 #else

@@ -69,6 +69,7 @@ struct mri_pools_hot {
     uintptr_t guard;                  /* 0; thread-safe: UINTPTR_MAX (no pointer is above
                                          it: the unsynchronised free never applies) */
     uint64_t tc_id;                   /* thread-safe: the pool's id (bits/tcache.h); 0: not */
+    uintptr_t mark;                   /* a free block's second word (MR_FREE_CHECK) */
 };
 
 /* Is a request of size bytes with alignment align one the inline paths
@@ -94,6 +95,8 @@ static inline void *mri_pools_class_take(mr_pools *p, struct mri_pools_class *c)
     if (MR_LIKELY(b != NULL)) {
         c->free = mri_link_load(b, h->key);
         c->allocations++;
+        if (MR_FREE_CHECK && c->size >= 16)
+            mri_mark_set(b, 0);
         return b;
     }
     uintptr_t q = c->bump;
@@ -104,6 +107,8 @@ static inline void *mri_pools_class_take(mr_pools *p, struct mri_pools_class *c)
          * load and a store in place of one add to memory */
         c->allocations++;
         c->bump = q + c->size;
+        if (MR_FREE_CHECK && c->size >= 16)
+            mri_mark_set((void *)q, 0);
         return (void *)q;
     }
     return NULL;
@@ -114,11 +119,17 @@ static inline void *mri_pools_class_take(mr_pools *p, struct mri_pools_class *c)
 }
 
 /* Pushes ptr (not NULL) on class c's free list and returns true; false in
- * checked builds (then the slow path). */
+ * checked builds, and with MR_FREE_CHECK when ptr holds the pool's mark
+ * (then the slow path). */
 static inline bool mri_pools_class_put(mr_pools *p, struct mri_pools_class *c, void *ptr)
 {
 #if !MR_CHECKED
     const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    if (MR_FREE_CHECK && c->size >= 16) {
+        if (MR_UNLIKELY(mri_mark_test(ptr, h->mark)))
+            return false;
+        mri_mark_set(ptr, h->mark);
+    }
     mri_link_store(ptr, c->free, h->key);
     c->free = ptr;
     c->frees++;
@@ -165,13 +176,12 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     size_t x = size - 1;
     if (MR_LIKELY((uintptr_t)ptr > h->guard && x < h->pool_max)) { /* ptr != NULL */
-        (void)mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr);
-        return;
-    }
-    if (h->tc_id != 0 && ptr != NULL && x < h->pool_max) {
+        if (MR_LIKELY(mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr)))
+            return;
+    } else if (h->tc_id != 0 && ptr != NULL && x < h->pool_max) {
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
         if (MR_LIKELY(e->id == h->tc_id) &&
-            MR_LIKELY(mri_tc_put(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key)))
+            MR_LIKELY(mri_tc_put(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key, h->mark)))
             return;
     }
 #else

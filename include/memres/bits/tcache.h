@@ -68,7 +68,8 @@ static inline struct mri_tc_slot *mri_tc_slot_of(uint64_t id, size_t i)
 
 #define MRI_TC_COUNT(field) __atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
 
-/* Private: a block from the slot's list or region, or NULL (empty). */
+/* Private: a block from the slot's list or region, or NULL (empty).  With
+ * MR_FREE_CHECK its mark is cleared (blocks are at least two words). */
 static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
 {
     void *b = s->free;
@@ -76,23 +77,34 @@ static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
         s->free = mri_link_load(b, key);
         s->nfree--;
         MRI_TC_COUNT(s->allocations);
+        if (MR_FREE_CHECK)
+            mri_mark_set(b, 0);
         return b;
     }
     uintptr_t q = s->bump;
     if (MR_LIKELY(q != s->end)) {
         s->bump = q + s->size;
         MRI_TC_COUNT(s->allocations);
+        if (MR_FREE_CHECK)
+            mri_mark_set((void *)q, 0);
         return (void *)q;
     }
     return NULL;
 }
 
 /* Private: pushes b on the slot's list unless the list is at its limit
- * (then false: the out-of-line free moves a batch). */
-static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key)
+ * (then false: the out-of-line free moves a batch), or, with MR_FREE_CHECK,
+ * b already holds the pool's mark (then false: the out-of-line free looks
+ * for a double free). */
+static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key, uintptr_t mark)
 {
     if (MR_UNLIKELY(s->nfree >= s->limit))
         return false;
+    if (MR_FREE_CHECK) {
+        if (MR_UNLIKELY(mri_mark_test(b, mark)))
+            return false;
+        mri_mark_set(b, mark);
+    }
     mri_link_store(b, s->free, key);
     s->free = b;
     s->nfree++;

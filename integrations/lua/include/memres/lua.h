@@ -50,8 +50,8 @@ extern "C" {
  * the alignment of its LUAI_MAXALIGN union (luaconf.h: 8 with the default
  * double lua_Number on LP64; 16 with long double).  Not malloc's 16: the
  * pools then serve Lua's 40- and 56-byte objects (closures, upvalues,
- * tables) from 8-byte classes (pools.h), which cut the project's Lua
- * benchmark's peak live bytes by a tenth.  Userdata blocks are aligned as
+ * tables) from 8-byte classes (pools.h) at their size, not rounded up to a
+ * multiple of 16.  Userdata blocks are aligned as
  * Lua promises, to LUAI_MAXALIGN, as on any allocator that gives only that. */
 union mri_lua_maxalign {
     LUAI_MAXALIGN;
@@ -68,7 +68,7 @@ struct mri_lua_align_probe {
  * ignored); otherwise resizes ptr from osize to nsize bytes, in place when
  * both fall in one class.  Returns NULL only when the request cannot be met
  * (ptr is then untouched), also for a shrink that moves the block to a
- * smaller class.  Inline fast paths: about 20 instructions a call. */
+ * smaller class.  The common case is inline: no call into the library. */
 MR_API void *mr_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* lua_newstate(mr_lua_alloc, p) with what luaL_newstate adds: a panic
