@@ -53,6 +53,16 @@ int mrt_violation_setup(void **state);
 int mrt_violation_teardown(void **state);
 #define mrt_violation_test(f) cmocka_unit_test_setup_teardown(f, mrt_violation_setup, mrt_violation_teardown)
 
+/* cmocka assertion: the recording handler (v: the mrt_violations) saw n
+ * reports, in builds that report (MR_DEBUG >= 1), none in the others. */
+#define mrt_assert_reported(v, n)              \
+    do {                                       \
+        if (MR_DEBUG >= 1)                     \
+            assert_int_equal((v)->count, (n)); \
+        else                                   \
+            assert_int_equal((v)->count, 0);   \
+    } while (0)
+
 typedef struct mrt_block {
     void  *p;
     size_t size, align;

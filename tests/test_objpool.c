@@ -2,7 +2,9 @@
 /* tests/test_objpool.c -- the object pool: every clause of objpool.h, bad
  * input, reuse without upstream traffic, LIFO reuse, alignment 1..4096, the
  * memory overhead bound, a fault sweep, a seeded stress test against a
- * shadow model, the resource view, and (in ASan builds) poisoning.
+ * shadow model, the resource view, the checker finding corruption, hardened
+ * free lists (MR_HARDENED builds: an object pool's and a size-class pool's)
+ * that a use-after-free write cannot steer, and (in ASan builds) poisoning.
  *
  * Every pool here sits on an mrt_upstream (unless a test says otherwise), so
  * the pool's own stats are compared with what the upstream saw, and every
@@ -853,6 +855,45 @@ static void test_check_detects_corruption(void **state)
 #endif
 }
 
+/* ---- hardened free lists (MR_HARDENED builds), size-class pools too ---- */
+
+/* A use-after-free write of a chosen address into a freed object must not
+ * make that address the next one handed out. */
+static void test_hardened_links_resist_a_chosen_address(void **state)
+{
+    (void)state;
+    if (!MR_HARDENED || MR_CHECKED)
+        skip(); /* plain links, or a checker that would report the write */
+    static char target[64];
+    mr_objpool *op = mr_objpool_create(32, 8, NULL);
+    assert_non_null(op);
+    void *a = mr_objpool_alloc(op), *b = mr_objpool_alloc(op);
+    assert_non_null(a);
+    assert_non_null(b);
+    mr_objpool_free(op, b);
+    void *chosen = target;
+    memcpy(b, &chosen, sizeof chosen); /* the attacker's write */
+    assert_ptr_equal(mr_objpool_alloc(op), b);
+    const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)op;
+    assert_ptr_not_equal(h->free, target); /* the next object would be a random address */
+    ((struct mri_objpool_hot *)(void *)op)->free = NULL; /* do not follow it */
+    mr_objpool_free(op, a);
+    mr_objpool_destroy(op);
+
+    mr_pools *pl = mr_pools_create(NULL);
+    assert_non_null(pl);
+    void *x = mr_pools_alloc(pl, 40, 8), *y = mr_pools_alloc(pl, 40, 8);
+    mr_pools_free(pl, y, 40, 8);
+    memcpy(y, &chosen, sizeof chosen);
+    assert_ptr_equal(mr_pools_alloc(pl, 40, 8), y);
+    const struct mri_pools_hot *ph = (const struct mri_pools_hot *)(const void *)pl;
+    struct mri_pools_class *c = &ph->classes[mri_pools_class_of(40 - 1)];
+    assert_ptr_not_equal(c->free, target);
+    c->free = NULL;
+    mr_pools_free(pl, x, 40, 8);
+    mr_pools_destroy(pl);
+}
+
 /* ---- ASan poisoning (ASan builds only) ---- */
 
 #if MR_SANITIZED
@@ -968,6 +1009,7 @@ int main(void)
         mrt_unit_test(test_independent_pools),
         mrt_unit_test(test_large_objects),
         mrt_unit_test(test_check_detects_corruption),
+        cmocka_unit_test(test_hardened_links_resist_a_chosen_address),
         mrt_unit_test(test_poisoning),
     };
     return cmocka_run_group_tests_name("objpool", tests, NULL, NULL);

@@ -5,16 +5,20 @@
  * dispatch (the resource is never called for a bad alignment), the malloc
  * resource for every power-of-two alignment up to 1 MiB (above the page size)
  * with writes across the whole block, size 0, impossible sizes, the null
- * resource, the default resource (get/set/restore, atomic from threads), and
- * is_equal.
+ * resource, the default resource (get/set/restore, atomic from threads),
+ * is_equal, huge requests failing with ENOMEM through every allocator (in
+ * sanitizer builds too), and the default violation handler, which aborts.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "support.h"
 
@@ -204,6 +208,42 @@ static void test_malloc_impossible_sizes(void **state)
     }
 }
 
+/* An outside report: huge requests aborted in sanitizer builds, whose
+ * malloc aborts on them instead of returning NULL.  The malloc resource
+ * refuses them itself, so a request of a TiB and more fails with ENOMEM in
+ * every build, through it and through an object pool, a size-class pool
+ * and an arena stacked on a pool. */
+static void test_huge_requests_fail_with_enomem(void **state)
+{
+    (void)state;
+    const size_t tib = (size_t)1 << 40;
+    errno = 0;
+    assert_null(mr_allocate(mr_malloc_resource(), tib, 16));
+    assert_int_equal(errno, ENOMEM);
+    mr_objpool *op = mr_objpool_create(tib, 16, NULL);
+    if (op != NULL) {
+        errno = 0;
+        assert_null(mr_objpool_alloc(op));
+        assert_int_equal(errno, ENOMEM);
+        mr_objpool_destroy(op);
+    }
+    mr_pools *p = mr_pools_create(NULL);
+    assert_non_null(p);
+    errno = 0;
+    assert_null(mr_pools_alloc(p, 4 * tib, 16));
+    assert_int_equal(errno, ENOMEM);
+    mr_arena_options o = {.upstream = mr_pools_resource(p)};
+    mr_arena *a = mr_arena_create(&o);
+    assert_non_null(a);
+    errno = 0;
+    assert_null(mr_arena_alloc(a, 4 * tib));
+    assert_int_equal(errno, ENOMEM);
+    assert_true(mr_arena_check(a));
+    mr_arena_destroy(a);
+    assert_true(mr_pools_check(p));
+    mr_pools_destroy(p);
+}
+
 static void test_malloc_is_default_and_stable(void **state)
 {
     (void)state;
@@ -359,6 +399,31 @@ static void test_is_equal(void **state)
     mrt_upstream_fini(&v);
 }
 
+/* ---- the violation handler ---- */
+
+/* With no handler installed (the default), a reported misuse aborts the
+ * program: a child commits one. */
+static void test_default_handler_aborts(void **state)
+{
+    (void)state;
+    if (MR_DEBUG < 1)
+        skip(); /* release builds report nothing */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        mr_set_violation_handler(NULL, NULL);
+        if (freopen("/dev/null", "w", stderr) == NULL)
+            _exit(3);
+        mr_arena *a = mr_arena_create(NULL), *b = mr_arena_create(NULL);
+        mr_arena_rewind(a, mr_arena_save(b)); /* foreign: reported in every build */
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+}
+
 /* ---- the checking upstream itself (every other test trusts it) ---- */
 
 static void test_support_upstream(void **state)
@@ -473,10 +538,12 @@ int main(void)
         cmocka_unit_test(test_malloc_many_live_distinct),
         cmocka_unit_test(test_malloc_size_zero),
         cmocka_unit_test(test_malloc_impossible_sizes),
+        cmocka_unit_test(test_huge_requests_fail_with_enomem),
         cmocka_unit_test(test_null_resource_always_fails),
         mrt_unit_test(test_default_get_set_restore),
         cmocka_unit_test(test_default_atomic_from_threads),
         mrt_unit_test(test_is_equal),
+        cmocka_unit_test(test_default_handler_aborts),
         mrt_unit_test(test_support_upstream),
         mrt_unit_test(test_support_request_log),
         cmocka_unit_test(test_support_fault_sweep),
