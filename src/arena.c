@@ -29,13 +29,13 @@
  * which later large requests are served first-fit (a miss returns one spare
  * upstream, so spares cannot pile up across cycles).
  *
- * Byte-packed strings.  strdup, strndup and sprintf need no alignment, so
- * they are packed downward from the top of the current block's free space
- * (hot.end moves down), while aligned allocations bump hot.ptr up, as
- * bumpalo allocates: a string costs its length, and the inline aligned path
- * is unchanged (it compares against hot.end either way).  A block that
- * stops being current keeps both fill levels (top for aligned data, low for
- * strings); a mark saves hot.end too.
+ * Byte-packed strings (strings.c).  strdup, strndup and sprintf need no
+ * alignment, so they are packed downward from the top of the current
+ * block's free space (hot.end moves down), while aligned allocations bump
+ * hot.ptr up, as bumpalo allocates: a string costs its length, and the
+ * inline aligned path is unchanged (it compares against hot.end either
+ * way).  A block that stops being current keeps both fill levels (top for
+ * aligned data, low for strings); a mark saves hot.end too.
  *
  * Invariants (checked by mr_arena_check; the last three are the ledger's,
  * src/ledger.h, with the limit as its cap):
@@ -814,81 +814,6 @@ MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_
     if (q != NULL)
         memcpy(q, p, old_size);
     return q;
-}
-
-/* n bytes (n >= 1) with no alignment: packed down from the top of the
- * current block's free space, so strings cost their length, not a multiple
- * of MR_ARENA_ALIGN.  When they do not fit, the slow path starts a block
- * (and the first string there is aligned at its bottom). */
-static char *alloc_bytes(mr_arena *a, size_t n)
-{
-    if (MR_LIKELY(n <= a->hot.end - a->hot.ptr)) {
-        a->hot.end -= n;
-        a->hot.allocations++;
-        mri_track_unpoison(a->hot.end, n);
-        return (char *)a->hot.end;
-    }
-    return mri_arena_alloc_slow(a, n, 1);
-}
-
-MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n)
-{
-    if (s == NULL)
-        return mri_fail(EINVAL);
-    size_t len = strnlen(s, n);
-    char *p = alloc_bytes(a, len + 1);
-    if (p != NULL) {
-        memcpy(p, s, len);
-        p[len] = '\0';
-    }
-    return p;
-}
-
-MR_API MR_NOINLINE char *mri_arena_strdup_slow(mr_arena *a, const char *s)
-{
-    if (s == NULL)
-        return mri_fail(EINVAL);
-    return mr_arena_strndup(a, s, SIZE_MAX);
-}
-
-MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap)
-{
-    va_list ap2;
-    va_copy(ap2, ap);
-    int n;
-    char *p = NULL;
-    if (!MRI_TRACKING && a->hot.cur != NULL) {
-        /* One pass into the free space (it is ours, so a partial write is
-         * harmless), then moved up to the packed strings at its top. */
-        size_t avail = (size_t)(a->hot.end - a->hot.ptr);
-        n = vsnprintf((char *)a->hot.ptr, avail, fmt, ap);
-        if (n >= 0 && (size_t)n < avail) {
-            p = (char *)(a->hot.end - ((size_t)n + 1));
-            memmove(p, (const char *)a->hot.ptr, (size_t)n + 1);
-            a->hot.end = (uintptr_t)p;
-            a->hot.allocations++;
-            va_end(ap2);
-            return p;
-        }
-    } else {
-        n = vsnprintf(NULL, 0, fmt, ap);
-    }
-    if (n >= 0) {
-        p = alloc_bytes(a, (size_t)n + 1);
-        if (p != NULL)
-            vsnprintf(p, (size_t)n + 1, fmt, ap2);
-    }
-    va_end(ap2);
-    return p;
-}
-
-MR_API char *mr_arena_sprintf(mr_arena *a, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *p = mr_arena_vsprintf(a, fmt, ap);
-    va_end(ap);
-    return p;
 }
 
 /* ---- the resource view ---- */

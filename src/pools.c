@@ -6,11 +6,9 @@
  * while it runs, trim.c; the thread-safe engine, tsafe.c.
  *
  * What it is for: many objects of many sizes, freed one by one or all at
- * once, by a caller who knows each object's size when it frees it (C++
- * allocators, containers, a compiler's nodes, Lua).  Knowing the size at
- * free is what makes this faster than malloc: the class of a block is
- * computed from (size, align) again, so a block carries no header and free
- * reads nothing -- it writes one link word into the block and pushes it.
+ * once, by a caller who knows each size when it frees (C++ allocators, a
+ * compiler's nodes, Lua): the class of a block is computed from (size,
+ * align) again, so a block has no header and free writes one link word.
  *
  * Classes.  Each has an intrusive free list (LIFO: the block freed last is
  * reused first, warm in cache) and a bump region [bump, end) in its current
@@ -23,19 +21,17 @@
  * are classes after the size classes, whose block size is the exact size;
  * only the slow paths reach them (the inline paths stop below them).
  *
- * Chunks (the rule is chunks.h's).  A class's first chunk holds about 4 KiB
- * of blocks, each next one twice the blocks of the last, up to the cap.  Each class's
- * records form a list in order of first use:
+ * Chunks (the rule is chunks.h's): each next one of a class twice the
+ * blocks of the last, up to the cap.  Each class's records form a list in
+ * order of first use:
  *
  *     chunks -> [carved] -> ... -> [current: bump..end] -> [kept] -> ... NULL
  *
  * Reset empties every free list and makes every class's first chunk
  * current again: the same chunks are carved again in the same order, with
- * no upstream call.  Release returns chunks and records.
- *
- * Accounting.  The inline paths count allocations and frees per class (one
- * add each); live blocks of a class are their difference.  Every upstream
- * call goes through the ledger (chunks.c).
+ * no upstream call.  Release returns chunks and records.  The inline paths
+ * count allocations and frees per class (one add each): live blocks are
+ * their difference.
  *
  * Invariants (mr_pools_check), for every class c of size s:
  *   free + live == capacity, where
@@ -59,14 +55,11 @@
  * it is read or written.  Freeing a block twice reads its first byte, now
  * poisoned, and is reported.
  *
- * Thread-safe pools keep no class array of their own: their classes,
- * chunks and per-thread caches are the engine's (tsafe.c), which this file
- * calls; their classes start at 16 bytes (the engine keeps two words in a
- * free block).
+ * Thread-safe pools keep no class array: their classes, chunks and caches
+ * are the engine's (tsafe.c); their blocks are at least two words.
  *
  * Not supported: freeing with a size or alignment other than the
- * allocation's (undefined; debug builds catch it for direct blocks,
- * mr_pools_check finds some of it).
+ * allocation's (undefined; mr_pools_check finds some of it).
  */
 #include <string.h>
 
@@ -122,6 +115,13 @@ static inline __attribute__((always_inline)) bool pooled(const mr_pools *p, size
     return true;
 }
 
+/* The largest request the inline paths serve: below the smallest exact
+ * size's class. */
+static size_t inline_max(const mr_pools *p)
+{
+    return p->nclasses == p->nsized ? p->pool_max : mri_pools_class_size(mri_pools_class_of(p->exact[0] - 1) - 1);
+}
+
 /* The exact sizes of the options, rounded, ascending, without repeats or
  * class sizes, into p->exact; false when one is out of range. */
 static bool exact_sizes(mr_pools *p, const mr_pools_options *o)
@@ -144,15 +144,13 @@ static bool exact_sizes(mr_pools *p, const mr_pools_options *o)
         n++;
     }
     p->nclasses = p->nsized + n;
-    /* the inline paths stop below the smallest exact size's class */
-    if (n != 0)
-        p->hot.pool_max = mri_pools_class_size(mri_pools_class_of(p->exact[0] - 1) - 1);
+    p->hot.pool_max = inline_max(p);
     return true;
 }
 
 /* Makes a fresh chunk current for class c: the next kept one, else a new
- * one from upstream, twice the blocks of the last (capped).  false (errno
- * set) with nothing changed on failure. */
+ * one (twice the last's blocks, capped).  false, errno set, nothing changed
+ * on failure. */
 static MR_NOINLINE bool class_refill(mr_pools *p, struct mri_pools_class *c)
 {
     const size_t i = (size_t)(c - p->hot.classes);
@@ -209,12 +207,10 @@ void mri_pools_class_rewind(mr_pools *p, size_t i)
 /* Is ptr on class i's free list (the calling thread's, thread-safe)? */
 static MR_NOINLINE bool freed_twice(mr_pools *p, size_t i, const void *ptr)
 {
-    if (p->tc != NULL)
-        return mri_tc_listed(p->tc, i, ptr);
-    for (const void *b = p->hot.classes[i].free; b != NULL; b = mri_link_load(b, p->hot.key))
-        if (b == ptr)
-            return true;
-    return false;
+    const void *b = p->tc != NULL ? NULL : p->hot.classes[i].free;
+    while (b != NULL && b != ptr)
+        b = mri_link_load(b, p->hot.key);
+    return b != NULL || (p->tc != NULL && mri_tc_listed(p->tc, i, ptr));
 }
 
 /* ---- allocation ---- */
@@ -365,10 +361,7 @@ static void start_engine(mr_pools *p, size_t off)
         cls->round = true;
     }
     mri_tc_start(p->tc);
-    /* the inline paths: the unsynchronised part does not apply (alloc:
-     * alloc_max 0, free: guard), the thread-safe part reads this thread's
-     * cache */
-    p->hot.guard = UINTPTR_MAX;
+    p->hot.guard = UINTPTR_MAX; /* the inline free's unsynchronised part never applies (alloc's: alloc_max 0) */
     p->hot.tc_id = p->tc->id;
 }
 
@@ -397,16 +390,12 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     if (p == NULL)
         return NULL;
     memset(p, 0, bytes);
+    *p = shape; /* the classes and the inline bound */
     p->ledger = ledger;
     p->hot.key = mri_os_random();
     p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
-    p->hot.pool_max = shape.hot.pool_max;
     p->resource.ops = &view_ops;
     p->upstream = up;
-    p->nclasses = nclasses;
-    p->nsized = shape.nsized;
-    memcpy(p->exact, shape.exact, sizeof p->exact);
-    p->pool_max = shape.pool_max;
     p->header_bytes = bytes;
     p->max_blocks_opt = o.max_blocks_per_chunk;
     p->chunks = (struct mri_chunks){.ledger = &p->ledger, .upstream = up};
@@ -620,9 +609,7 @@ static bool walk(const mr_pools *p, size_t *steps)
     }
     *steps += p->nclasses;
     CHECK(p->nsized >= 1 && p->nclasses >= p->nsized && p->nclasses - p->nsized <= MR_POOLS_MAX_EXACT &&
-              p->pool_max == mri_pools_class_size(p->nsized - 1) &&
-              p->hot.pool_max == (p->nclasses == p->nsized ? p->pool_max
-                                                           : mri_pools_class_size(mri_pools_class_of(p->exact[0] - 1) - 1)),
+              p->pool_max == mri_pools_class_size(p->nsized - 1) && p->hot.pool_max == inline_max(p),
           "class table: %zu classes, %zu sized, pool_max %zu / %zu", p->nclasses, p->nsized, p->pool_max,
           p->hot.pool_max);
     for (size_t k = p->nsized; k < p->nclasses; k++)
@@ -653,9 +640,7 @@ static bool walk(const mr_pools *p, size_t *steps)
         held += chunk_bytes;
         blocks += records;
     }
-    if (!mri_direct_verify(p, &held, &blocks, steps))
-        return false;
-    return mri_ledger_verify(&p->ledger, "mr_pools_check", p, held, blocks);
+    return mri_direct_verify(p, &held, &blocks, steps) && mri_ledger_verify(&p->ledger, "mr_pools_check", p, held, blocks);
 }
 
 MR_API bool mr_pools_check(const mr_pools *p)
