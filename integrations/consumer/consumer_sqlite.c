@@ -18,7 +18,7 @@ static int row(void *arg, int n, char **v, char **names)
 
 int main(void)
 {
-    mr_pools *p = mr_pools_create(NULL);
+    mr_pools *p = mr_sqlite_pools_create(NULL);
     if (p == NULL || mr_sqlite_install(p) != SQLITE_OK)
         return 1;
     sqlite3 *db;

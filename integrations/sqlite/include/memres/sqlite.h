@@ -24,10 +24,10 @@
  *
  * The pool.  Any pool works.  mr_sqlite_pools_create makes one whose exact
  * sizes (memres/pools.h, "Exact sizes") are those of SQLite's big blocks,
- * which come in two sizes in great numbers and would lose a tenth and a
- * twentieth of themselves to their classes: the page cache's entries at the default page size (4096
- * and SQLite's per-page header, SQLITE_CONFIG_PCACHE_HDRSZ) and the
- * in-memory journal's chunks.  For the least memory put the pool on the
+ * which come in two sizes in great numbers and would lose a twentieth and
+ * a tenth of themselves to their classes: the page cache's entries at the
+ * default page size (4096 and SQLite's per-page header,
+ * SQLITE_CONFIG_PCACHE_HDRSZ) and the in-memory journal's chunks.  For the least memory put the pool on the
  * page source (memres/pages.h), where every chunk is mapped and unmapped
  * whole, rather than over malloc, whose heap keeps the holes: at more page
  * faults, fewer resident bytes.
