@@ -79,75 +79,9 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "internal.h"
-#include "ledger.h"
-#include "memres/arena.h"
-#include "os.h"
-#include "track.h"
-
-#define ALIGN MR_ARENA_ALIGN
-#define DEFAULT_BLOCK_SIZE ((size_t)4096)
-/* 2 MiB of data per block besides the header, plus the few KiB the growing
- * blocks before the first full-size one fall short of 2 MiB: power-of-two
- * data (binary-trees: 2^k nodes of 16 bytes) no longer spills into one more
- * block.  Over the huge-page source such a block is one 2 MiB page and two
- * small ones (docs/design.md, "Block and chunk sizes"). */
-#define DEFAULT_MAX_BLOCK_SIZE (((size_t)2 << 20) + 8192)
-#define MIN_BLOCK_SIZE ((size_t)256) /* the floor arena.h documents for block_size */
-#define DEDICATED_SCAN 16 /* spare dedicated blocks looked at per large request */
-
-typedef struct mri_arena_block {
-    struct mri_arena_block *next;
-    size_t size;   /* bytes of the block, header included (as requested upstream) */
-    uintptr_t top; /* fill level while not current; end of the allocation for dedicated blocks */
-    uintptr_t low; /* start of the byte-packed strings at the block's top while not
-                      current (end_of(b) when there are none) */
-    size_t meta;   /* seq << 1 | owned.  owned 1: from upstream; 0: the caller's buffer.
-                      seq: a dedicated block in use is numbered 1, 2, ... up the list */
-} block;
-
-static inline bool owned_of(const block *b) { return (b->meta & 1u) != 0; }
-static inline size_t seq_of(const block *b) { return b->meta >> 1; }
-
-#define HDR ((sizeof(block) + ALIGN - 1) & ~(ALIGN - 1))
-
-
-typedef struct mri_arena_cleanup {
-    struct mri_arena_cleanup *prev;
-    void (*fn)(void *arg);
-    void *arg;
-    size_t seq; /* 1, 2, ... up the list: prev->seq == seq - 1 */
-} cleanup;
-
-struct mr_arena {
-    struct mri_arena_hot hot; /* first: read by the inline fast path */
-    mr_resource resource;     /* the mr_arena_resource() view */
-    mr_resource *upstream;
-    mr_resource *big_source;  /* where blocks >= MR_HUGE_PAGE_SIZE come from */
-    block *head;      /* chain in order of use; up to hot.cur in use, after it spare */
-    block *big_spare; /* dedicated blocks kept for reuse */
-    size_t block_size, next_size, max_block_size;
-    mri_ledger ledger;  /* upstream accounting; its cap is the limit */
-    size_t header_size; /* bytes of this header from upstream; 0 when carved from a buffer */
-    void *buffer;       /* the caller's buffer (unpoisoned on destroy) */
-    size_t buffer_size;
-    struct mri_walk walk; /* MR_DEBUG 3: when the next walk is due */
-};
-
-static MRI_UNUSED bool walk(const mr_arena *a, size_t *steps);
+#include "arena_impl.h"
 
 /* ---- blocks ---- */
-
-static inline uintptr_t data_of(const block *b) { return (uintptr_t)b + HDR; }
-
-static inline uintptr_t end_of(const block *b)
-{
-    uintptr_t e = ((uintptr_t)b + b->size) & ~(uintptr_t)(ALIGN - 1);
-    const uintptr_t top = (UINTPTR_MAX - MRI_ARENA_INLINE_MAX) & ~(uintptr_t)(ALIGN - 1);
-    if (MR_UNLIKELY(e > top)) /* keep ptr + size from wrapping in the inline path */
-        e = top > data_of(b) ? top : data_of(b);
-    return e;
-}
 
 /* Where a request of rsize bytes aligned to align would start in b, or 0. */
 static inline uintptr_t fit_in(uintptr_t from, uintptr_t end, size_t rsize, size_t align)
@@ -174,6 +108,7 @@ static block *new_block(mr_arena *a, size_t size)
     MR_ASSERT_INTERNAL(((uintptr_t)b & (ALIGN - 1)) == 0);
     b->next = NULL;
     b->size = size;
+    set_end(b);
     b->top = data_of(b);
     b->low = end_of(b);
     b->meta = 1;
@@ -190,44 +125,13 @@ static void free_block(mr_arena *a, block *b)
     mri_ledger_deallocate(&a->ledger, source_of(a, size), b, size, ALIGN);
 }
 
-static void free_list(mr_arena *a, block *b)
+void mri_arena_free_list(mr_arena *a, block *b)
 {
     while (b != NULL) {
         block *next = b->next;
         free_block(a, b);
         b = next;
     }
-}
-
-/* Makes b current with aligned allocations up to ptr and byte-packed
- * strings from end (end_of(b): none). */
-static inline void set_current_at(mr_arena *a, block *b, uintptr_t ptr, uintptr_t end)
-{
-    MR_ASSERT_INTERNAL(ptr >= data_of(b) && ptr <= end && end <= end_of(b) && ptr % ALIGN == 0);
-    a->hot.cur = b;
-    a->hot.ptr = ptr;
-    a->hot.end = end;
-    a->hot.mark = 0; /* every live mark lies before this block (a rewind sets its own) */
-}
-
-static inline void set_current(mr_arena *a, block *b, uintptr_t ptr) { set_current_at(a, b, ptr, end_of(b)); }
-
-/* No block in use: ptr == end, so every request takes the slow path, and a
- * size-0 request gets a non-NULL pointer that points at nothing of ours. */
-static inline void set_empty(mr_arena *a)
-{
-    a->hot.cur = NULL;
-    a->hot.ptr = a->hot.end = mri_align_ptr((uintptr_t)(a + 1), ALIGN);
-    a->hot.mark = 0;
-}
-
-/* Make the first block of the chain current (or none). */
-static inline void restart(mr_arena *a)
-{
-    if (a->head != NULL)
-        set_current(a, a->head, data_of(a->head));
-    else
-        set_empty(a);
 }
 
 static void *bump(mr_arena *a, uintptr_t p, size_t size, size_t rsize)
@@ -331,7 +235,7 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     return (void *)p;
 }
 
-static size_t next_growth(size_t cur, size_t max)
+size_t mri_arena_next_growth(size_t cur, size_t max)
 {
     size_t n;
     if (cur >= max || mri_mul_overflow(cur, 2, &n) || n >= max || !mri_round_block(n, &n) || n > max)
@@ -344,7 +248,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align);
 MR_API MR_NOINLINE void *mri_arena_alloc_slow(mr_arena *a, size_t size, size_t align)
 {
     void *p = alloc_slow(a, size, align);
-    MRI_WALK(a, walk);
+    MRI_WALK(a, mri_arena_walk);
     return p;
 }
 
@@ -400,7 +304,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
             a->head = b;
         }
         if (bsize == a->next_size)
-            a->next_size = next_growth(a->next_size, a->max_block_size);
+            a->next_size = mri_arena_next_growth(a->next_size, a->max_block_size);
     }
     if (a->hot.cur != NULL) {
         a->hot.cur->top = a->hot.ptr;
@@ -418,13 +322,9 @@ static void *view_allocate(mr_resource *self, size_t size, size_t align);
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
 static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
 
-/* A fresh identity: marks saved before it (another arena's, or this one's
- * before a release) no longer match.  Ids are never reused. */
-static uint64_t new_id(void)
-{
-    static _Atomic uint64_t last; /* the only state shared by all arenas */
-    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
-}
+/* The last arena id handed out (mri_arena_new_id): the only state shared
+ * by all arenas. */
+_Atomic uint64_t mri_arena_last_id;
 
 /* The header and the first block carved from a caller's buffer: the
  * buffer's first MR_ARENA_BUFFER_MIN bytes always hold both. */
@@ -463,6 +363,7 @@ static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
     block *b = (block *)ba;
     b->next = NULL;
     b->size = (size_t)(end - ba);
+    set_end(b);
     b->top = data_of(b);
     b->low = end_of(b);
     b->meta = 0;
@@ -470,8 +371,12 @@ static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
     return (mr_arena *)ha;
 }
 
-MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
+/* ---- create / destroy ---- */
+
+mr_arena *mri_arena_create_new(const mr_arena_options *opts)
 {
+    if (opts != NULL && opts->parent != NULL && !mri_node_can_adopt(opts->parent, "mr_arena_create"))
+        return NULL;
     mr_arena_options o = {0};
     if (opts != NULL)
         o = *opts;
@@ -480,7 +385,9 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
         !growth_sizes(&o, &bs, &mx))
         return mri_fail(EINVAL);
 
-    mr_resource *up = o.upstream != NULL ? o.upstream : mr_get_default_resource();
+    mr_resource *up = o.upstream != NULL ? o.upstream
+                      : o.parent != NULL ? mri_node_upstream(o.parent)
+                                         : mr_get_default_resource();
     mri_ledger ledger = {.limit = o.limit};
     mr_arena *a;
     block *first = NULL;
@@ -507,36 +414,34 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
     a->header_size = header_size;
     a->buffer = o.buffer;
     a->buffer_size = o.buffer_size;
-    a->hot.id = new_id();
+    a->hot.id = mri_arena_new_id();
+    a->made = made_of(&o);
     if (first != NULL) {
         mri_track_lend(o.buffer, o.buffer_size);
         mri_track_poison(data_of(first), first->size - HDR);
     }
     restart(a);
-    MRI_WALK_NOW(a, walk);
+    mri_node_init(&a->node, &mri_arena_node_ops, o.name, up, NULL, &a->hot.cleanup_seq);
+    if (o.parent != NULL)
+        mri_node_link(&a->node, o.parent);
+    MRI_WALK_NOW(a, mri_arena_walk);
     return a;
 }
 
-/* Runs the cleanups numbered above stop_seq, newest first.  The numbers
- * fall by one down the list, so the walk stops at the mark's record even
- * when a stale mark names a record that is gone. */
-static void run_cleanups(mr_arena *a, size_t stop_seq)
+/* Destroys the children and runs the cleanups numbered above stop, newest
+ * first (src/tree.c interleaves them); then stop is the newest number. */
+static void unwind(mr_arena *a, size_t stop)
 {
-    while (a->hot.cleanups != NULL && a->hot.cleanups->seq > stop_seq) {
-        cleanup *c = a->hot.cleanups;
-        MR_ASSERT_INTERNAL(c->seq == a->hot.cleanup_seq && (c->prev == NULL ? c->seq == 1 : c->prev->seq == c->seq - 1));
-        a->hot.cleanups = c->prev;
-        a->hot.cleanup_seq = c->seq - 1;
-        c->fn(c->arg);
-    }
+    if (a->node.child != NULL || (a->hot.cleanups != NULL && a->hot.cleanups->seq > stop))
+        mri_node_unwind(&a->node, stop);
+    a->hot.cleanup_seq = stop;
 }
 
-MR_API void mr_arena_release(mr_arena *a)
+/* Returns every owned block upstream; the caller's buffer stays first. */
+void mri_arena_free_blocks(mr_arena *a)
 {
-    MR_ASSERT(a != NULL, "mr_arena_release: arena is NULL");
-    run_cleanups(a, 0);
-    free_list(a, a->hot.big);
-    free_list(a, a->big_spare);
+    mri_arena_free_list(a, a->hot.big);
+    mri_arena_free_list(a, a->big_spare);
     a->hot.big = a->big_spare = NULL;
     block *keep = NULL;
     for (block *b = a->head, *next; b != NULL; b = next) {
@@ -552,17 +457,25 @@ MR_API void mr_arena_release(mr_arena *a)
     a->head = keep;
     a->next_size = a->block_size;
     a->hot.big_seq = 0;
-    a->hot.id = new_id(); /* every mark of the released blocks goes stale */
+    a->hot.id = mri_arena_new_id(); /* every mark of the released blocks goes stale */
     restart(a);
-    MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
-    MRI_WALK_NOW(a, walk);
 }
 
-MR_API void mr_arena_destroy(mr_arena *a)
+MR_API void mr_arena_release(mr_arena *a)
 {
-    if (a == NULL)
+    MR_ASSERT(a != NULL, "mr_arena_release: arena is NULL");
+    if (!mri_node_enter(&a->node, "mr_arena_release"))
         return;
-    mr_arena_release(a);
+    unwind(a, 0);
+    mri_node_drop_kept(&a->node);
+    mri_arena_free_blocks(a);
+    MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
+    MRI_WALK_NOW(a, mri_arena_walk);
+}
+
+/* Frees the header (or leaves the caller's buffer). */
+void mri_arena_free_header(mr_arena *a)
+{
     if (a->header_size != 0) {
         mri_ledger ledger = a->ledger; /* the header goes: count on a copy */
         mri_ledger_deallocate(&ledger, a->upstream, a, a->header_size, alignof(mr_arena));
@@ -573,13 +486,15 @@ MR_API void mr_arena_destroy(mr_arena *a)
     }
 }
 
+
 /* ---- marks ---- */
 
 /* Frees what lies after the position (mb, mptr; big_seq dedicated blocks,
- * cleanup_seq cleanups).  The caller has checked the position. */
+ * cleanups and children numbered up to cleanup_seq).  The caller has
+ * checked the position. */
 static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, uintptr_t mend, size_t big_seq, size_t cleanup_seq)
 {
-    run_cleanups(a, cleanup_seq);
+    unwind(a, cleanup_seq);
     while (a->hot.big != NULL && seq_of(a->hot.big) > big_seq) {
         block *b = a->hot.big;
         a->hot.big = b->next;
@@ -602,7 +517,7 @@ static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, uintptr_t mend, si
 }
 
 /* Is b a block in use (the chain up to cur)?  O(blocks in use). */
-static bool in_use_block(const mr_arena *a, const block *b)
+bool mri_arena_in_use_block(const mr_arena *a, const block *b)
 {
     for (const block *q = a->head; q != NULL; q = q->next) {
         if (q == b)
@@ -628,7 +543,7 @@ static bool mark_ok(const mr_arena *a, mr_arena_mark m)
                    "mr_arena_rewind: the mark lies after the current position (after an earlier rewind's "
                    "target: a stale mark)"))
         return false;
-    if (MRI_MISUSE(MR_DEBUG >= 1 && mb != NULL && !in_use_block(a, mb), m.mri_block,
+    if (MRI_MISUSE(MR_DEBUG >= 1 && mb != NULL && !mri_arena_in_use_block(a, mb), m.mri_block,
                    "mr_arena_rewind: the mark's block is not in use (a stale mark)"))
         return false;
     return !MRI_MISUSE(mb != NULL && (m.mri_ptr < data_of(mb) || m.mri_ptr > m.mri_end || m.mri_end > end_of(mb) ||
@@ -639,15 +554,18 @@ static bool mark_ok(const mr_arena *a, mr_arena_mark m)
 MR_API MR_NOINLINE void mri_arena_rewind_slow(mr_arena *a, mr_arena_mark m)
 {
     MR_ASSERT(a != NULL, "mr_arena_rewind: arena is NULL");
-    if (mark_ok(a, m))
+    if (mri_node_enter(&a->node, "mr_arena_rewind") && mark_ok(a, m))
         rewind_to(a, m.mri_block, m.mri_ptr, m.mri_end, m.mri_big_seq, m.mri_cleanup_seq);
-    MRI_WALK(a, walk);
+    MRI_WALK(a, mri_arena_walk);
 }
 
 MR_API void mr_arena_reset(mr_arena *a)
 {
+    MR_ASSERT(a != NULL, "mr_arena_reset: arena is NULL");
+    if (!mri_node_enter(&a->node, "mr_arena_reset"))
+        return;
     rewind_to(a, NULL, 0, 0, 0, 0);
-    MRI_WALK_NOW(a, walk);
+    MRI_WALK_NOW(a, mri_arena_walk);
 }
 
 MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
@@ -665,113 +583,6 @@ MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
     c->arg = arg;
     c->seq = ++a->hot.cleanup_seq;
     a->hot.cleanups = c;
-    return 0;
-}
-
-/* ---- merge ---- */
-
-/* Does the chain block b (in use in a) hold anything? */
-static bool holds_data(const mr_arena *a, const block *b)
-{
-    if (b == a->hot.cur)
-        return a->hot.ptr != data_of(b) || a->hot.end != end_of(b);
-    return b->top != data_of(b) || b->low != end_of(b);
-}
-
-/* Appends b, holding data, to into's dedicated blocks, numbered next. */
-static void adopt(mr_arena *into, block *b)
-{
-    b->meta = (into->hot.big_seq + 1) << 1 | (b->meta & 1u);
-    into->hot.big_seq++;
-    b->next = into->hot.big;
-    into->hot.big = b;
-}
-
-MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
-{
-    if (into == NULL || from == NULL || into == from || !mr_is_equal(into->upstream, from->upstream) ||
-        !mr_is_equal(into->big_source, from->big_source)) {
-        errno = EINVAL;
-        return -1;
-    }
-    /* what moves: the chain blocks in use that hold data, and the dedicated
-     * blocks in use */
-    size_t bytes = 0, count = 0;
-    for (const block *b = from->hot.cur != NULL ? from->head : NULL; b != NULL; b = b->next) {
-        if (holds_data(from, b)) {
-            if (!owned_of(b)) {
-                errno = EINVAL; /* data in the caller's buffer */
-                return -1;
-            }
-            bytes += b->size;
-            count++;
-        }
-        if (b == from->hot.cur)
-            break;
-    }
-    for (const block *b = from->hot.big; b != NULL; b = b->next) {
-        bytes += b->size;
-        count++;
-    }
-    if (!mri_ledger_fits(&into->ledger, bytes)) {
-        errno = ENOMEM;
-        return -1;
-    }
-
-    /* cleanups: from's list goes on top of into's, renumbered above it */
-    if (from->hot.cleanups != NULL) {
-        cleanup *c = from->hot.cleanups;
-        for (;; c = c->prev) {
-            c->seq += into->hot.cleanup_seq;
-            if (c->prev == NULL)
-                break;
-        }
-        c->prev = into->hot.cleanups;
-        into->hot.cleanups = from->hot.cleanups;
-        into->hot.cleanup_seq += from->hot.cleanup_seq;
-    }
-
-    /* blocks: chain blocks holding data and dedicated ones become into's
-     * dedicated blocks, newer than everything into has */
-    if (from->hot.cur != NULL) {
-        from->hot.cur->top = from->hot.ptr;
-        from->hot.cur->low = from->hot.end;
-    }
-    block *keep = NULL, **tail = &keep, *stop = from->hot.cur != NULL ? from->hot.cur->next : from->head;
-    for (block *b = from->hot.cur != NULL ? from->head : NULL, *next; b != stop; b = next) {
-        next = b->next;
-        if (holds_data(from, b)) {
-            adopt(into, b);
-        } else {
-            *tail = b;
-            tail = &b->next;
-        }
-    }
-    *tail = stop; /* then from's spares, in order */
-    for (block *b = from->hot.big, *next; b != NULL; b = next) {
-        next = b->next;
-        adopt(into, b);
-    }
-
-    /* the ledgers: as if from gave the blocks back and into took them */
-    from->ledger.held -= bytes;
-    from->ledger.upstream_deallocations += count;
-    into->ledger.held += bytes;
-    into->ledger.upstream_allocations += count;
-    if (into->ledger.held > into->ledger.peak_held)
-        into->ledger.peak_held = into->ledger.held;
-
-    /* from: empty, with its spare blocks, and a new identity */
-    from->head = keep;
-    from->hot.big = NULL;
-    from->hot.big_seq = 0;
-    from->hot.cleanups = NULL;
-    from->hot.cleanup_seq = 0;
-    from->hot.id = new_id();
-    from->next_size = from->block_size;
-    restart(from);
-    MRI_WALK_NOW(into, walk);
-    MRI_WALK_NOW(from, walk);
     return 0;
 }
 
@@ -847,93 +658,3 @@ MR_API mr_arena *mr_arena_of_resource(mr_resource *r)
     return r != NULL && r->ops == &view_ops ? mri_container_of(r, mr_arena, resource) : NULL;
 }
 
-/* ---- statistics and checking ---- */
-
-MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
-{
-    size_t in_use = 0;
-    if (a->hot.cur != NULL) {
-        for (const block *b = a->head; b != NULL; b = b->next) {
-            if (b == a->hot.cur) {
-                in_use += (a->hot.ptr - data_of(b)) + (end_of(b) - a->hot.end);
-                break;
-            }
-            in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
-        }
-    }
-    for (const block *b = a->hot.big; b != NULL; b = b->next)
-        in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
-    mri_ledger_stats(&a->ledger, out);
-    out->in_use = in_use;
-    out->allocations = a->hot.allocations;
-}
-
-#define CHECK(cond, ...) MRI_VERIFY(cond, "mr_arena_check", (const void *)a, __VA_ARGS__)
-
-/* Checks a list of blocks: `filled` says whether the blocks before the
- * current one (the whole list when there is no current one in it) hold
- * fill levels to check. */
-static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *owned, bool filled, size_t *steps)
-{
-    for (; b != NULL; b = b->next) {
-        ++*steps;
-        CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
-        if (b == a->hot.cur)
-            filled = false; /* the current block's levels are hot.ptr / hot.end; spares after it */
-        else if (filled)
-            CHECK(b->top >= data_of(b) && b->top <= b->low && b->low <= end_of(b),
-                  "block %p: fill %#jx and strings %#jx outside it", (const void *)b, (uintmax_t)b->top,
-                  (uintmax_t)b->low);
-        if (owned_of(b)) {
-            *held += b->size;
-            (*owned)++;
-        }
-    }
-    return true;
-}
-
-/* mr_arena_check, counting its work into *steps (MRI_WALK). */
-static bool walk(const mr_arena *a, size_t *steps)
-{
-    if (a == NULL) {
-        mri_verify_report("mr_arena_check", a, "arena is NULL");
-        return false;
-    }
-    size_t held = a->header_size, owned = a->header_size != 0;
-    CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
-    if (a->hot.cur != NULL) {
-        CHECK(a->hot.mark == 0 || (a->hot.mark >= data_of(a->hot.cur) && a->hot.mark <= end_of(a->hot.cur)),
-              "newest mark %#jx outside the current block", (uintmax_t)a->hot.mark);
-        CHECK(in_use_block(a, a->hot.cur), "current block %p not in the chain", (const void *)a->hot.cur);
-        CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end <= end_of(a->hot.cur),
-              "bump pointers outside the current block");
-        CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
-    } else {
-        CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
-    }
-    if (!check_list(a, a->head, &held, &owned, a->hot.cur != NULL, steps) ||
-        !check_list(a, a->hot.big, &held, &owned, true, steps) ||
-        !check_list(a, a->big_spare, &held, &owned, false, steps))
-        return false;
-    *steps += a->hot.big_seq + a->hot.cleanup_seq;
-    size_t seq = a->hot.big_seq;
-    for (const block *b = a->hot.big; b != NULL; b = b->next, seq--)
-        CHECK(seq_of(b) == seq && seq != 0, "dedicated block %p numbered %zu, expected %zu", (const void *)b,
-              seq_of(b), seq);
-    CHECK(seq == 0, "%zu dedicated blocks counted, fewer on the list", a->hot.big_seq);
-    seq = a->hot.cleanup_seq;
-    for (const cleanup *c = a->hot.cleanups; c != NULL; c = c->prev, seq--)
-        CHECK(c->seq == seq && seq != 0, "cleanup %p numbered %zu, expected %zu", (const void *)c, c->seq, seq);
-    CHECK(seq == 0, "%zu cleanups counted, fewer on the list", a->hot.cleanup_seq);
-    if (!mri_ledger_verify(&a->ledger, "mr_arena_check", a, held, owned))
-        return false;
-    CHECK(a->next_size >= a->block_size && a->next_size <= a->max_block_size, "growth size %zu outside [%zu, %zu]",
-          a->next_size, a->block_size, a->max_block_size);
-    return true;
-}
-
-MR_API bool mr_arena_check(const mr_arena *a)
-{
-    size_t steps = 0;
-    return walk(a, &steps);
-}

@@ -76,6 +76,7 @@
 #include "os.h"
 #include "threads.h"
 #include "track.h"
+#include "tree.h"
 
 /* Per-thread cache of the shared pool: 8 blocks of 64 KiB = 512 KiB per
  * thread at most; moved to and from the shared list 4 at a time. */
@@ -119,7 +120,11 @@ struct mr_blocks {
     mri_ledger ledger;          /* bytes and calls upstream (the header excluded) */
     tblocks *threads;            /* live per-thread caches (shared pool only) */
     size_t retired_hits;        /* hits of caches whose threads exited */
+    mr_node node;               /* in the tree of lifetimes */
+    mri_lock tree_lock;         /* the node's tree lock: children from any thread */
 };
+
+static const struct mri_node_ops node_ops;
 
 static void *view_allocate(mr_resource *self, size_t size, size_t align);
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
@@ -133,6 +138,7 @@ static mr_blocks shared_pool = {
     .max_free_blocks = MR_BLOCKS_DEFAULT_MAX_FREE / MR_BLOCKS_DEFAULT_SIZE,
     .shared = true,
     .lock = PTHREAD_MUTEX_INITIALIZER,
+    .tree_lock = MRI_LOCK_INIT,
 };
 
 static _Thread_local tblocks tls_blocks TLS_MODEL;
@@ -282,6 +288,8 @@ void mri_blocks_fork_child(void)
 static void shared_init(void)
 {
     shared_pool.upstream = mr_page_resource();
+    mri_node_init(&shared_pool.node, &node_ops, "mr_blocks_shared", shared_pool.upstream, &shared_pool.tree_lock, NULL);
+    shared_pool.node.state |= MRI_NODE_PERMANENT;
     shared_pool.block_source = mri_os_block_source(shared_pool.upstream, MR_HUGE_PAGES_AUTO, shared_pool.block_size);
     (void)mri_threads_ready(); /* the fork handlers exist before any use */
 }
@@ -382,15 +390,23 @@ MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts)
         return mri_fail(EINVAL);
     if ((unsigned)o.huge_pages > MR_HUGE_PAGES_OFF)
         return mri_fail(EINVAL);
-    mr_resource *up = o.upstream != NULL ? o.upstream : mr_page_resource();
+    if (o.parent != NULL && !mri_node_can_adopt(o.parent, "mr_blocks_create"))
+        return NULL;
+    mr_resource *up = o.upstream != NULL ? o.upstream
+                      : o.parent != NULL ? mri_node_upstream(o.parent)
+                                         : mr_page_resource();
     size_t max_free = o.max_free != 0 ? o.max_free : MR_BLOCKS_DEFAULT_MAX_FREE;
 
     mr_blocks *b = mr_allocate(up, sizeof *b, alignof(mr_blocks));
     if (b == NULL)
         return NULL; /* errno from the upstream */
     memset(b, 0, sizeof *b);
-    int err = pthread_mutex_init(&b->lock, NULL);
-    if (err != 0) {
+    if (pthread_mutex_init(&b->lock, NULL) != 0) {
+        mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
+        return mri_fail(ENOMEM);
+    }
+    if (!mri_lock_init(&b->tree_lock)) {
+        (void)pthread_mutex_destroy(&b->lock);
         mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
         return mri_fail(ENOMEM);
     }
@@ -400,13 +416,25 @@ MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts)
     b->upstream = up;
     b->block_source = mri_os_block_source(up, o.huge_pages, bs);
     b->shared = false;
+    mri_node_init(&b->node, &node_ops, o.name, up, &b->tree_lock, NULL);
+    if (o.parent != NULL)
+        mri_node_link(&b->node, o.parent);
     return b;
 }
 
 MR_API void mr_blocks_destroy(mr_blocks *b)
 {
-    if (b == NULL || b->shared)
-        return;
+    if (b != NULL && !b->shared)
+        mr_node_destroy(&b->node);
+}
+
+MR_API mr_node *mr_blocks_node(mr_blocks *b) { return &b->node; }
+
+/* node_ops.free: the children are gone. */
+static void node_free(mr_node *n)
+{
+    mr_blocks *b = mri_container_of(n, mr_blocks, node);
+    mri_node_drop_kept(n);
     MR_ASSERT(b->nheld == b->nfree && b->nlarge == 0,
               "mr_blocks_destroy: blocks or allocations not given back");
     void *p;
@@ -415,6 +443,8 @@ MR_API void mr_blocks_destroy(mr_blocks *b)
         release_block_locked(b, p);
     unlock(b);
     (void)pthread_mutex_destroy(&b->lock);
+    (void)mri_node_leave(n, false);
+    mri_lock_fini(&b->tree_lock);
     mr_resource *up = b->upstream;
     mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
 }
@@ -478,7 +508,7 @@ MR_API size_t mr_blocks_trim(mr_blocks *b)
 {
     if (b == NULL)
         return 0;
-    size_t released = 0;
+    size_t released = mri_node_drop_kept(&b->node);
     lock(b);
     if (b->shared) {
         tblocks *tb = &tls_blocks;
@@ -499,6 +529,39 @@ MR_API size_t mr_blocks_trim(mr_blocks *b)
 }
 
 MR_API mr_resource *mr_blocks_resource(mr_blocks *b) { return &b->resource; }
+
+/* ---- the node (src/tree.h) ---- */
+
+static void node_figures(const mr_node *n, struct mri_figures *f)
+{
+    mr_blocks *b = mri_container_of(n, mr_blocks, node);
+    mr_blocks_stats(b, &f->s);
+    f->s.held += sizeof *b; /* the header: not in the ledger */
+    f->s.peak_held += sizeof *b;
+    lock(b);
+    f->blocks = b->nheld + b->nlarge + 1;
+    f->free_chunks = b->nfree;
+    unlock(b);
+}
+
+static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
+{
+    const mr_blocks *b = mri_container_of(n, mr_blocks, node);
+    *bytes = b->ledger.held + sizeof *b;
+    *blocks = b->nheld + b->nlarge + 1;
+}
+
+static const struct mri_node_ops node_ops = {
+    .kind = "blocks",
+    .free = node_free,
+    .figures = node_figures,
+    .held = node_held,
+};
+
+mr_node *mri_blocks_node_of(mr_resource *r)
+{
+    return r != NULL && r->ops == &view_ops ? &mri_container_of(r, mr_blocks, resource)->node : NULL;
+}
 
 static void *view_allocate(mr_resource *self, size_t size, size_t align)
 {

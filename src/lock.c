@@ -34,3 +34,21 @@ MR_API MR_NOINLINE void mri_lock_wake(mri_lock *l)
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
+
+bool mri_lock_init(mri_lock *l)
+{
+    atomic_init(&l->word, 0);
+    if (pthread_mutex_init(&l->mu, NULL) != 0)
+        return false;
+    if (pthread_cond_init(&l->cv, NULL) != 0) {
+        pthread_mutex_destroy(&l->mu);
+        return false;
+    }
+    return true;
+}
+
+void mri_lock_fini(mri_lock *l)
+{
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+}

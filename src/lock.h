@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "memres/config.h"
 
@@ -29,6 +30,11 @@ typedef struct mri_lock {
 } mri_lock;
 
 #define MRI_LOCK_INIT {0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER}
+
+/* A lock in memory the caller allocated (false: the pthread objects could
+ * not be made), and its end. */
+bool mri_lock_init(mri_lock *l);
+void mri_lock_fini(mri_lock *l);
 
 /* The slow halves (lock.c). */
 MR_API MR_NOINLINE void mri_lock_wait(mri_lock *l);

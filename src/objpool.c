@@ -69,8 +69,9 @@
 #include "internal.h"
 #include "ledger.h"
 #include "memres/objpool.h"
-#include "tsafe.h"
 #include "track.h"
+#include "tree.h"
+#include "tsafe.h"
 
 #define LINK MRI_LINK
 #define LINK_ALIGN ((size_t)alignof(void *))
@@ -93,9 +94,12 @@ struct mr_objpool {
     struct mri_tc *tc;     /* thread_safe: the thread caches, one class (tsafe.c);
                               blocks/directory unused */
     struct mri_walk walk;  /* MR_DEBUG 3: when the next walk is due */
+    mr_node node;          /* in the tree of lifetimes (thread-safe: its tree lock
+                              follows the engine in the header block) */
 };
 
 static MRI_UNUSED bool walk(const mr_objpool *p, size_t *steps);
+static const struct mri_node_ops node_ops;
 
 /* ---- blocks ---- */
 
@@ -209,15 +213,27 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     if (!mri_align_up(size, a, &size) || size > MRI_MAX_SIZE || mri_mul_overflow(size, per_block, &block_bytes) ||
         block_bytes > MRI_MAX_SIZE)
         return mri_fail(EINVAL);
-    mr_resource *up = (opts != NULL && opts->upstream != NULL) ? opts->upstream : mr_get_default_resource();
+    mr_node *parent = opts != NULL ? opts->parent : NULL;
+    if (parent != NULL && !mri_node_can_adopt(parent, "mr_objpool_create"))
+        return NULL;
+    mr_resource *up = (opts != NULL && opts->upstream != NULL) ? opts->upstream
+                      : parent != NULL                         ? mri_node_upstream(parent)
+                                                               : mr_get_default_resource();
 
     size_t off = mri_align_up_nocheck(sizeof(struct mr_objpool), HEADER_ALIGN);
-    size_t header_bytes = ts ? off + mri_tc_bytes(1) : sizeof(struct mr_objpool);
+    /* thread-safe: the engine, then the tree lock, after the struct */
+    size_t lock_off = mri_align_up_nocheck(off + mri_tc_bytes(1), alignof(mri_lock));
+    size_t header_bytes = ts ? lock_off + sizeof(mri_lock) : sizeof(struct mr_objpool);
     mri_ledger ledger = {0};
     mr_objpool *p = mri_ledger_allocate(&ledger, up, header_bytes, HEADER_ALIGN);
     if (MR_UNLIKELY(p == NULL))
         return mri_fail(ENOMEM);
     memset(p, 0, header_bytes);
+    mri_lock *tree_lock = ts ? (mri_lock *)(void *)((char *)p + lock_off) : NULL;
+    if (ts && !mri_lock_init(tree_lock)) {
+        mri_ledger_deallocate(&ledger, up, p, header_bytes, HEADER_ALIGN);
+        return mri_fail(ENOMEM);
+    }
     p->ledger = ledger;
     p->header_bytes = header_bytes;
     p->hot.size = size;
@@ -239,21 +255,38 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         mri_tc_start(p->tc);
         p->hot.tc_id = p->tc->id;
     }
+    mri_node_init(&p->node, &node_ops, opts != NULL ? opts->name : NULL, up, tree_lock, NULL);
+    if (parent != NULL)
+        mri_node_link(&p->node, parent);
     MRI_WALK_NOW(p, walk);
     return p;
 }
 
-MR_API void mr_objpool_destroy(mr_objpool *p)
+static void release(mr_objpool *p);
+
+/* node_ops.free: the children are gone. */
+static void node_free(mr_node *n)
 {
-    if (p == NULL)
-        return;
+    mr_objpool *p = mri_container_of(n, mr_objpool, node);
+    mri_node_drop_kept(n);
     if (p->tc != NULL)
         mri_tc_fini(p->tc); /* the caches too, and no thread finds them again */
     else
-        mr_objpool_release(p);
+        release(p);
+    (void)mri_node_leave(n, false);
+    if (n->lock != NULL)
+        mri_lock_fini(n->lock);
     mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
     mri_ledger_deallocate(&ledger, p->upstream, p, p->header_bytes, HEADER_ALIGN);
 }
+
+MR_API void mr_objpool_destroy(mr_objpool *p)
+{
+    if (p != NULL)
+        mr_node_destroy(&p->node);
+}
+
+MR_API mr_node *mr_objpool_node(mr_objpool *p) { return &p->node; }
 
 /* ---- slow paths ---- */
 
@@ -334,6 +367,10 @@ MR_API void mr_objpool_thread_flush(mr_objpool *p)
 MR_API void mr_objpool_reset(mr_objpool *p)
 {
     MR_ASSERT(p != NULL, "mr_objpool_reset: pool is NULL");
+    if (!mri_node_enter(&p->node, "mr_objpool_reset"))
+        return;
+    if (p->node.child != NULL)
+        mri_node_unwind(&p->node, 0);
     if (p->tc != NULL) {
         mri_tc_reset(p->tc, false);
         return;
@@ -353,6 +390,17 @@ MR_API void mr_objpool_reset(mr_objpool *p)
 MR_API void mr_objpool_release(mr_objpool *p)
 {
     MR_ASSERT(p != NULL, "mr_objpool_release: pool is NULL");
+    if (!mri_node_enter(&p->node, "mr_objpool_release"))
+        return;
+    if (p->node.child != NULL)
+        mri_node_unwind(&p->node, 0);
+    mri_node_drop_kept(&p->node);
+    release(p);
+}
+
+/* Every block back upstream; the children are gone. */
+static void release(mr_objpool *p)
+{
     if (p->tc != NULL) {
         mri_tc_reset(p->tc, true);
         return;
@@ -535,6 +583,41 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
 }
 
 /* ---- recognising the resource view (memres.hpp's resource_adaptor) ---- */
+
+/* ---- the node (src/tree.h) ---- */
+
+static void node_figures(const mr_node *n, struct mri_figures *f)
+{
+    const mr_objpool *p = mri_container_of(n, mr_objpool, node);
+    mr_objpool_stats(p, &f->s);
+    f->blocks = f->s.upstream_allocations - f->s.upstream_deallocations;
+    f->free_chunks = 0;
+    if (p->tc == NULL && p->used > 0) { /* free objects: carved but not live */
+        size_t carved = (p->used - 1) * p->per_block + (p->hot.ptr - (uintptr_t)p->blocks[p->used - 1]) / p->hot.size;
+        size_t live = p->hot.allocations - p->hot.frees;
+        f->free_chunks = carved > live ? carved - live : 0;
+    }
+}
+
+static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
+{
+    const mr_objpool *p = mri_container_of(n, mr_objpool, node);
+    *bytes = p->ledger.held;
+    *blocks = p->ledger.upstream_allocations - p->ledger.upstream_deallocations;
+}
+
+static const struct mri_node_ops node_ops = {
+    .kind = "objpool",
+    .free = node_free,
+    .figures = node_figures,
+    .held = node_held,
+};
+
+mr_node *mri_objpool_node_of(mr_resource *r)
+{
+    mr_objpool *p = mr_objpool_of_resource(r);
+    return p != NULL ? &p->node : NULL;
+}
 
 MR_API mr_objpool *mr_objpool_of_resource(mr_resource *r)
 {

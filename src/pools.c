@@ -70,26 +70,13 @@
 #define LINK MRI_LINK
 #define INLINE_ALIGN_MAX ((size_t)16)      /* alignments the classes take by or-ing */
 #define HEADER_ALIGN ((size_t)64)          /* classes one cache line each */
-#define TS_BLOCK_MIN ((size_t)16)          /* a thread-safe pool's smallest block */
 
 _Static_assert(sizeof(struct mri_pools_class) == 64 || sizeof(void *) != 8, "a class is one cache line");
 _Static_assert(MR_POOLS_MAX_POOL_BLOCK <= MRI_CHUNK_HARD_MAX_BYTES, "every class fits a chunk");
 _Static_assert((MR_POOLS_MAX_POOL_BLOCK & (MR_POOLS_MAX_POOL_BLOCK - 1)) == 0, "the largest class is a power of two");
 _Static_assert(MR_POOLS_MAX_ALIGN == MRI_CLASS_ALIGN_MAX, "one largest class alignment");
 
-static MRI_UNUSED bool walk(const mr_pools *p, size_t *steps);
-
 /* ---- classes ---- */
-
-/* The block size of class i: a size class's, or an exact size's; thread-
- * safe pools keep two words in a free block (tsafe.c). */
-static size_t class_size(const mr_pools *p, size_t i)
-{
-    if (i >= p->nsized)
-        return p->exact[i - p->nsized];
-    size_t s = mri_pools_class_size(i);
-    return p->tc != NULL && s < TS_BLOCK_MIN ? TS_BLOCK_MIN : s;
-}
 
 /* Is a request pooled?  If so *cls is its class.  The inline paths decide
  * the same for align <= 16 and 1 <= size <= hot.pool_max. */
@@ -113,13 +100,6 @@ static inline __attribute__((always_inline)) bool pooled(const mr_pools *p, size
     size_t x = mri_pools_x(n, align);
     *cls = mri_pools_class_of(p->tc != NULL ? mri_pools_ts_of(x) : x);
     return true;
-}
-
-/* The largest request the inline paths serve: below the smallest exact
- * size's class. */
-static size_t inline_max(const mr_pools *p)
-{
-    return p->nclasses == p->nsized ? p->pool_max : mri_pools_class_size(mri_pools_class_of(p->exact[0] - 1) - 1);
 }
 
 /* The exact sizes of the options, rounded, ascending, without repeats or
@@ -244,7 +224,7 @@ MR_API MR_NOINLINE void *mri_pools_alloc_slow(mr_pools *p, size_t size, size_t a
     }
     mri_track_unpoison(b, size);
     c->allocations++;
-    MRI_WALK(p, walk);
+    MRI_WALK(p, mri_pools_walk);
     return b;
 }
 
@@ -279,7 +259,7 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
     mri_track_poison(ptr, c->size);
     c->free = ptr;
     c->frees++;
-    MRI_WALK(p, walk);
+    MRI_WALK(p, mri_pools_walk);
 }
 
 /* Reached when the inline path cannot keep the block: classes differ, a
@@ -346,6 +326,12 @@ MR_API mr_pools *mr_pools_of_resource(mr_resource *r)
     return r != NULL && r->ops == &view_ops ? mri_container_of(r, mr_pools, resource) : NULL;
 }
 
+mr_node *mri_pools_node_of(mr_resource *r)
+{
+    mr_pools *p = mr_pools_of_resource(r);
+    return p != NULL ? &p->node : NULL;
+}
+
 /* ---- lifetime ---- */
 
 /* The engine of a thread-safe pool, in its header block at off. */
@@ -370,7 +356,11 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     mr_pools_options o = {0};
     if (opts != NULL)
         o = *opts;
-    mr_resource *up = o.upstream != NULL ? o.upstream : mr_get_default_resource();
+    if (o.parent != NULL && !mri_node_can_adopt(o.parent, "mr_pools_create"))
+        return NULL;
+    mr_resource *up = o.upstream != NULL ? o.upstream
+                      : o.parent != NULL ? mri_node_upstream(o.parent)
+                                         : mr_get_default_resource();
     size_t largest = o.largest_required_pool_block != 0 ? o.largest_required_pool_block : MR_POOLS_DEFAULT_POOL_BLOCK;
     if (largest > MR_POOLS_MAX_POOL_BLOCK)
         largest = MR_POOLS_MAX_POOL_BLOCK;
@@ -383,14 +373,21 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     const size_t nclasses = shape.nclasses;
     MR_ASSERT_INTERNAL(nclasses <= MRI_MASK_WORDS * 64);
     size_t off = mri_align_up_nocheck(sizeof(struct mr_pools), HEADER_ALIGN);
-    size_t bytes = off + (o.thread_safe ? mri_tc_bytes(nclasses)
-                                        : nclasses * (sizeof(struct mri_pools_class) + sizeof(struct mri_pools_cold)));
+    size_t lock_off = mri_align_up_nocheck(off + mri_tc_bytes(nclasses), alignof(mri_lock));
+    size_t bytes = o.thread_safe ? lock_off + sizeof(mri_lock)
+                                 : off + nclasses * (sizeof(struct mri_pools_class) + sizeof(struct mri_pools_cold));
     mri_ledger ledger = {0};
     mr_pools *p = mri_ledger_allocate(&ledger, up, bytes, HEADER_ALIGN);
     if (p == NULL)
         return NULL;
     memset(p, 0, bytes);
     *p = shape; /* the classes and the inline bound */
+    mri_lock *tree_lock = o.thread_safe ? (mri_lock *)(void *)((char *)p + lock_off) : NULL;
+    if (tree_lock != NULL && !mri_lock_init(tree_lock)) {
+        mri_ledger_deallocate(&ledger, up, p, bytes, HEADER_ALIGN);
+        return mri_fail(ENOMEM);
+    }
+    mri_node_init(&p->node, &mri_pools_node_ops, o.name, up, tree_lock, NULL);
     p->ledger = ledger;
     p->hot.key = mri_os_random();
     p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
@@ -402,20 +399,35 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     p->direct.prev = p->direct.next = &p->direct;
     if (o.thread_safe) {
         start_engine(p, off);
-        return p;
+    } else {
+        p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
+        p->cold = (struct mri_pools_cold *)(void *)(p->hot.classes + nclasses);
+        p->hot.alloc_max = p->hot.pool_max;
+        for (size_t i = 0; i < nclasses; i++)
+            p->hot.classes[i].size = class_size(p, i);
+        MRI_WALK_NOW(p, mri_pools_walk);
     }
-    p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
-    p->cold = (struct mri_pools_cold *)(void *)(p->hot.classes + nclasses);
-    p->hot.alloc_max = p->hot.pool_max;
-    for (size_t i = 0; i < nclasses; i++)
-        p->hot.classes[i].size = class_size(p, i);
-    MRI_WALK_NOW(p, walk);
+    if (o.parent != NULL)
+        mri_node_link(&p->node, o.parent);
     return p;
 }
+
+/* Every chunk and direct block back upstream; the children are gone. */
+static void release(mr_pools *p);
 
 MR_API void mr_pools_release(mr_pools *p)
 {
     MR_ASSERT(p != NULL, "mr_pools_release: pool is NULL");
+    if (!mri_node_enter(&p->node, "mr_pools_release"))
+        return;
+    if (p->node.child != NULL)
+        mri_node_unwind(&p->node, 0);
+    mri_node_drop_kept(&p->node);
+    release(p);
+}
+
+static void release(mr_pools *p)
+{
     mri_direct_release_all(p);
     if (p->tc != NULL) {
         mri_tc_reset(p->tc, true);
@@ -435,12 +447,16 @@ MR_API void mr_pools_release(mr_pools *p)
     memset(p->purge_mask, 0, sizeof p->purge_mask);
     memset(p->trim_mask, 0, sizeof p->trim_mask);
     MR_ASSERT_INTERNAL(p->ledger.held == p->header_bytes);
-    MRI_WALK_NOW(p, walk);
+    MRI_WALK_NOW(p, mri_pools_walk);
 }
 
 MR_API void mr_pools_reset(mr_pools *p)
 {
     MR_ASSERT(p != NULL, "mr_pools_reset: pool is NULL");
+    if (!mri_node_enter(&p->node, "mr_pools_reset"))
+        return;
+    if (p->node.child != NULL)
+        mri_node_unwind(&p->node, 0);
     mri_direct_release_all(p);
     if (p->tc != NULL) {
         mri_tc_reset(p->tc, false);
@@ -448,22 +464,34 @@ MR_API void mr_pools_reset(mr_pools *p)
     }
     for (size_t i = 0; i < p->nclasses; i++)
         mri_pools_class_rewind(p, i);
-    MRI_WALK_NOW(p, walk);
+    MRI_WALK_NOW(p, mri_pools_walk);
 }
 
-MR_API void mr_pools_destroy(mr_pools *p)
+/* The node's free (pools_node.c): the children are gone. */
+void mri_pools_node_free(mr_node *n)
 {
-    if (p == NULL)
-        return;
+    mr_pools *p = mri_container_of(n, mr_pools, node);
+    mri_node_drop_kept(n);
     if (p->tc != NULL) {
         mri_direct_release_all(p);
         mri_tc_fini(p->tc); /* the caches too, and no thread finds them again */
     } else {
-        mr_pools_release(p);
+        release(p);
     }
+    (void)mri_node_leave(n, false);
+    if (n->lock != NULL)
+        mri_lock_fini(n->lock);
     mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
     mri_ledger_deallocate(&ledger, p->upstream, p, p->header_bytes, HEADER_ALIGN);
 }
+
+MR_API void mr_pools_destroy(mr_pools *p)
+{
+    if (p != NULL)
+        mr_node_destroy(&p->node);
+}
+
+MR_API mr_node *mr_pools_node(mr_pools *p) { return &p->node; }
 
 /* ---- queries ---- */
 
@@ -487,164 +515,6 @@ MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out)
     out->thread_safe = p->tc != NULL;
     out->exact_sizes = p->exact;
     out->exact_count = p->nclasses - p->nsized;
-}
-
-MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
-{
-    MR_ASSERT(p != NULL && out != NULL, "mr_pools_stats: NULL argument");
-    size_t in_use = 0, allocations = 0;
-    for (size_t i = 0; i < p->nclasses; i++) {
-        size_t a, f;
-        if (p->tc != NULL) { /* a snapshot: each count is read once, while threads go on */
-            mri_tc_counts(p->tc, i, &a, &f);
-        } else {
-            a = p->hot.classes[i].allocations;
-            f = p->hot.classes[i].frees;
-        }
-        in_use += (a > f ? a - f : 0) * class_size(p, i);
-        allocations += a;
-    }
-    mri_pools_lock((mr_pools *)p); /* the lock is not part of the value */
-    mri_ledger_stats(&p->ledger, out);
-    out->in_use = in_use + p->direct_bytes;
-    out->allocations = allocations + p->direct_allocations;
-    mri_pools_unlock((mr_pools *)p);
-}
-
-/* ---- invariants ---- */
-
-#define CHECK(cond, ...) MRI_VERIFY(cond, "mr_pools_check", (const void *)p, __VA_ARGS__)
-
-/* The free list of class c: every entry a block boundary in a carved part
- * of a chunk of c, no cycle (at most capacity entries).  Counts them in
- * *nfree. */
-static bool check_free_list(const mr_pools *p, size_t i, size_t capacity, size_t *nfree, size_t *steps)
-{
-    const struct mri_pools_class *c = &p->hot.classes[i];
-    const size_t s = c->size;
-    size_t nspans = 0;
-    for (const struct mri_chunk *r = c->chunks; r != NULL; r = r->next) {
-        nspans++;
-        if (r == c->current)
-            break;
-    }
-    struct mri_span local[16], *spans = nspans <= 16 ? local : malloc(nspans * sizeof *spans);
-    CHECK(spans != NULL, "class %zu (%zu B): no memory for the check", i, s);
-    size_t k = 0;
-    for (const struct mri_chunk *r = c->chunks; k < nspans; r = r->next, k++)
-        spans[k] = (struct mri_span){r->base, r == c->current ? c->bump : r->base + r->blocks * s};
-    mri_spans_sort(spans, nspans);
-    *steps += nspans;
-    bool ok = true;
-    const void *b = c->free;
-    for (*nfree = 0; b != NULL && ok; b = mri_link_get(b, p->hot.key)) {
-        const struct mri_span *in = mri_span_find(spans, nspans, (uintptr_t)b, steps);
-        ok = ++*nfree <= capacity && in != NULL && ((uintptr_t)b - in->lo) % s == 0;
-    }
-    if (spans != local)
-        free(spans);
-    *steps += *nfree;
-    CHECK(ok, "class %zu (%zu B): free block %p is no block of a carved part of the class's chunks "
-          "(or the list is longer than the capacity %zu: a cycle)", i, s, b, capacity);
-    return true;
-}
-
-/* Checks class i; adds its chunk bytes to *chunk_bytes, its chunks to
- * *records (at most max_records in all: a cycle ends there). */
-static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t *records, size_t max_records,
-                        size_t *steps)
-{
-    const struct mri_pools_class *c = &p->hot.classes[i];
-    const size_t s = c->size;
-    CHECK(s == class_size(p, i), "class %zu: size %zu, expected %zu", i, s, class_size(p, i));
-    CHECK(c->allocations >= c->frees, "class %zu (%zu B): %zu frees > %zu allocations", i, s, c->frees,
-          c->allocations);
-    CHECK(c->chunks == c->current || mri_mask_has(p->trim_mask, i),
-          "class %zu: chunks before the current one, but not marked for trim", i);
-    size_t capacity = 0, kept = 0;
-    bool seen_current = false;
-    const size_t align = mri_pools_class_align(s);
-    for (const struct mri_chunk *r = c->chunks; r != NULL; r = r->next) {
-        CHECK(++*records <= max_records, "class %zu (%zu B): chunk list longer than the records held", i, s);
-        CHECK(r->blocks >= 1 && r->blocks <= r->bytes / s, "class %zu (%zu B): chunk %p has %zu blocks in %zu bytes", i,
-              s, (void *)r->base, r->blocks, r->bytes);
-        CHECK(r->base % align == 0 && r->bytes % 64 == 0, "class %zu (%zu B): chunk %p of %zu bytes misaligned", i, s,
-              (void *)r->base, r->bytes);
-        capacity += r->blocks;
-        *chunk_bytes += r->bytes;
-        if (seen_current)
-            kept += r->blocks;
-        if (r == c->current) {
-            seen_current = true;
-            uintptr_t end = r->base + r->blocks * s;
-            CHECK(c->end == end && c->bump >= r->base && c->bump <= end && (end - c->bump) % s == 0,
-                  "class %zu (%zu B): bump %p / end %p outside the current chunk %p..%p", i, s, (void *)c->bump,
-                  (void *)c->end, (void *)r->base, (void *)end);
-        }
-    }
-    if (c->chunks == NULL)
-        CHECK(c->current == NULL && c->bump == 0 && c->end == 0 && c->free == NULL,
-              "class %zu (%zu B): no chunk but current/bump/free set", i, s);
-    else
-        CHECK(seen_current, "class %zu (%zu B): current chunk not in the class's list", i, s);
-    size_t nfree = 0;
-    if (c->free != NULL && !check_free_list(p, i, capacity, &nfree, steps))
-        return false;
-    size_t bump_free = c->chunks != NULL ? (c->end - c->bump) / s : 0;
-    size_t live = c->allocations - c->frees;
-    CHECK(p->cold[i].carved == capacity - kept, "class %zu (%zu B): %zu blocks counted carved, %zu in the chunks", i,
-          s, p->cold[i].carved, capacity - kept);
-    CHECK(nfree + bump_free + kept + live == capacity,
-          "class %zu (%zu B): free %zu + bump %zu + kept %zu + live %zu != capacity %zu", i, s, nfree, bump_free, kept,
-          live, capacity);
-    return true;
-}
-
-/* mr_pools_check, counting its work into *steps (MRI_WALK). */
-static bool walk(const mr_pools *p, size_t *steps)
-{
-    if (p == NULL) {
-        mri_verify_report("mr_pools_check", p, "pool is NULL");
-        return false;
-    }
-    *steps += p->nclasses;
-    CHECK(p->nsized >= 1 && p->nclasses >= p->nsized && p->nclasses - p->nsized <= MR_POOLS_MAX_EXACT &&
-              p->pool_max == mri_pools_class_size(p->nsized - 1) && p->hot.pool_max == inline_max(p),
-          "class table: %zu classes, %zu sized, pool_max %zu / %zu", p->nclasses, p->nsized, p->pool_max,
-          p->hot.pool_max);
-    for (size_t k = p->nsized; k < p->nclasses; k++)
-        CHECK(class_size(p, k) % 16 == 0 && class_size(p, k) >= MR_POOLS_EXACT_MIN &&
-                  (k == p->nsized || class_size(p, k) > class_size(p, k - 1)),
-              "exact class %zu: size %zu", k, class_size(p, k));
-    size_t held = p->header_bytes, blocks = 1;
-    if (p->tc != NULL) {
-        for (size_t i = 0; i < p->nclasses; i++)
-            CHECK(p->tc->classes[i].size == class_size(p, i), "class %zu: size %zu, expected %zu", i,
-                  p->tc->classes[i].size, class_size(p, i));
-        CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX &&
-                  p->hot.tc_id == p->tc->id,
-              "thread-safe pool: inline fields %p / %#jx / %ju", (void *)p->hot.classes, (uintmax_t)p->hot.guard,
-              (uintmax_t)p->hot.tc_id);
-        if (!mri_tc_check(p->tc, "mr_pools_check", p, &held, &blocks))
-            return false;
-    } else {
-        CHECK(p->hot.classes != NULL && p->hot.alloc_max == p->hot.pool_max && p->hot.guard == 0 && p->hot.tc_id == 0,
-              "inline fields: alloc_max %zu, guard %#jx, id %ju", p->hot.alloc_max, (uintmax_t)p->hot.guard,
-              (uintmax_t)p->hot.tc_id);
-        size_t chunk_bytes = 0, records = 0, out = mri_chunks_handed_out(&p->chunks);
-        for (size_t i = 0; i < p->nclasses; i++)
-            if (!check_class(p, i, &chunk_bytes, &records, out, steps))
-                return false;
-        if (!mri_chunks_verify(&p->chunks, "mr_pools_check", p, records, &held, &blocks))
-            return false;
-        held += chunk_bytes;
-        blocks += records;
-    }
-    return mri_direct_verify(p, &held, &blocks, steps) && mri_ledger_verify(&p->ledger, "mr_pools_check", p, held, blocks);
-}
-
-MR_API bool mr_pools_check(const mr_pools *p)
-{
-    size_t steps = 0;
-    return walk(p, &steps);
+    out->name = mri_node_name(&p->node);
+    out->parent = p->node.parent;
 }

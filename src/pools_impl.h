@@ -10,6 +10,7 @@
 #include "internal.h"
 #include "ledger.h"
 #include "memres/pools.h"
+#include "tree.h"
 #include "tsafe.h"
 
 /* Bits of the class masks: one per class (MR_POOLS_MAX_POOL_BLOCK makes
@@ -58,7 +59,28 @@ struct mr_pools {
     size_t direct_bytes;        /* their requested sizes */
     size_t direct_allocations;  /* successful direct allocations so far */
     struct mri_walk walk;       /* MR_DEBUG 3: when the next walk is due */
+    mr_node node;               /* in the tree of lifetimes (thread-safe: its tree lock
+                                   follows the engine in the header block) */
 };
+
+#define MRI_TS_BLOCK_MIN ((size_t)16) /* a thread-safe pool's smallest block */
+
+/* The block size of class i: a size class's, or an exact size's; thread-
+ * safe pools keep two words in a free block (tsafe.c). */
+static inline size_t class_size(const mr_pools *p, size_t i)
+{
+    if (i >= p->nsized)
+        return p->exact[i - p->nsized];
+    size_t s = mri_pools_class_size(i);
+    return p->tc != NULL && s < MRI_TS_BLOCK_MIN ? MRI_TS_BLOCK_MIN : s;
+}
+
+/* The largest request the inline paths serve: below the smallest exact
+ * size's class. */
+static inline size_t inline_max(const mr_pools *p)
+{
+    return p->nclasses == p->nsized ? p->pool_max : mri_pools_class_size(mri_pools_class_of(p->exact[0] - 1) - 1);
+}
 
 static inline bool mri_mask_has(const uint64_t *m, size_t i) { return (m[i / 64] >> (i % 64) & 1) != 0; }
 static inline void mri_mask_set(uint64_t *m, size_t i) { m[i / 64] |= (uint64_t)1 << (i % 64); }
@@ -92,6 +114,12 @@ bool mri_direct_verify(const mr_pools *p, size_t *held, size_t *blocks, size_t *
  * memory from upstream (a new chunk, a direct block) -- never before, so a
  * failed allocation changes nothing. */
 void mri_pools_after_take(mr_pools *p);
+
+/* pools_node.c: the node's operations, and mr_pools_check counting its
+ * steps (MRI_WALK); pools.c: the node's free. */
+extern const struct mri_node_ops mri_pools_node_ops;
+bool mri_pools_walk(const mr_pools *p, size_t *steps);
+void mri_pools_node_free(mr_node *n);
 
 /* pools.c: class i as reset leaves it -- no free block, bumping from its
  * first chunk again, the others kept; live blocks forgotten. */

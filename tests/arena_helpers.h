@@ -80,7 +80,6 @@ static inline void assert_mark_eq(mr_arena_mark x, mr_arena_mark y)
     assert_int_equal(x.mri_ptr, y.mri_ptr);
     assert_int_equal(x.mri_end, y.mri_end);
     assert_ptr_equal(x.mri_big, y.mri_big);
-    assert_ptr_equal(x.mri_cleanups, y.mri_cleanups);
     assert_int_equal(x.mri_arena, y.mri_arena);
     assert_int_equal(x.mri_big_seq, y.mri_big_seq);
     assert_int_equal(x.mri_cleanup_seq, y.mri_cleanup_seq);

@@ -489,7 +489,8 @@ void test_arena_resource(void **state)
     u->fail_at = u->calls + 1;
     u->fail_all_after = true;
     {
-        memres::arena owner2{buf, sizeof buf, &u->base};
+        alignas(64) unsigned char buf2[2048]; /* (buf is still small's) */
+        memres::arena owner2{buf2, sizeof buf2, &u->base};
         memres::arena_resource r2{owner2.get()};
         assert_true(throws<std::bad_alloc>([&] { (void)r2.allocate(4096, 8); }));
         assert_true(throws<std::bad_alloc>([&] { (void)r2.allocate(3000, 4096); }));

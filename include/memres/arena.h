@@ -24,6 +24,7 @@
 
 #include "memres/pages.h"
 #include "memres/resource.h"
+#include "memres/tree.h"
 #include "memres/bits/arena.h"
 
 #ifdef __cplusplus
@@ -62,11 +63,16 @@ typedef struct mr_arena_options {
                                default -- so big arenas get 2 MiB-aligned
                                THP-advised blocks; ON: always (such blocks
                                bypass the upstream); OFF: never. */
+    const char *name;       /* shown in reports (memres/tree.h); not copied;
+                               NULL: "arena" */
+    mr_node *parent;        /* the node this arena dies with (memres/tree.h);
+                               NULL: a root.  With upstream NULL, the upstream
+                               is the parent's upstream */
 } mr_arena_options;
 
 /* The smallest buffer an arena can be created over: its header and one
  * aligned object always fit, whatever the buffer's alignment. */
-#define MR_ARENA_BUFFER_MIN ((size_t)320)
+#define MR_ARENA_BUFFER_MIN ((size_t)512)
 
 /* MR_ARENA_ALIGN (memres/bits/arena.h): the alignment of mr_arena_alloc,
  * alignof(max_align_t) (16 on x86-64). */
@@ -80,10 +86,9 @@ typedef struct mr_arena_mark {
     uintptr_t mri_ptr;
     uintptr_t mri_end;       /* strings are packed down from the top to here */
     void     *mri_big;
-    void     *mri_cleanups;
     uint64_t  mri_arena;     /* the arena's id when saved */
     size_t    mri_big_seq;   /* dedicated blocks in use when saved */
-    size_t    mri_cleanup_seq; /* cleanups pending when saved */
+    size_t    mri_cleanup_seq; /* cleanups and children numbered when saved */
 } mr_arena_mark;
 
 /* Creates an arena.  opts may be NULL (all defaults).
@@ -97,12 +102,18 @@ typedef struct mr_arena_mark {
  * Errors: NULL with EINVAL (buffer without size or size without buffer,
  * buffer_size below MR_ARENA_BUFFER_MIN, block_size > max_block_size when
  * both are given, a block size that cannot be rounded to pages within
- * PTRDIFF_MAX, huge_pages not one of its three values), ENOMEM (upstream
- * failed, limit too small for the header). */
+ * PTRDIFF_MAX, huge_pages not one of its three values, a parent that is
+ * dead or whose cascade runs), ENOMEM (upstream failed, limit too small for
+ * the header).  Under a parent, an arena kept from an earlier child with
+ * the same options is reused when there is one (memres/tree.h): no
+ * upstream call. */
 MR_API mr_arena *mr_arena_create(const mr_arena_options *opts);
 
-/* Runs every pending cleanup (LIFO), returns all memory upstream, frees the
- * header.  NULL: no-op.  Every pointer from the arena becomes invalid. */
+/* Destroys the arena's children and runs its pending cleanups (together,
+ * newest first: memres/tree.h), returns all memory upstream, frees the
+ * header (under a parent, the parent may keep it for its next child:
+ * memres/tree.h).  NULL: no-op.  Every pointer from the arena becomes
+ * invalid. */
 MR_API void mr_arena_destroy(mr_arena *a);
 
 
@@ -189,21 +200,22 @@ MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n);
 MR_API char *mr_arena_sprintf(mr_arena *a, const char *fmt, ...) MR_PRINTF(2, 3);
 MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap) MR_PRINTF(2, 0);
 
-/* The current position.  Inline: eight loads and a store (the arena
+/* The current position.  Inline: seven loads and a store (the arena
  * remembers where its newest mark is, for mr_arena_realloc); never fails. */
 static inline mr_arena_mark mr_arena_save(const mr_arena *a)
 {
     const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
-    mr_arena_mark m = {h->cur, h->ptr, h->end, h->big, h->cleanups, h->id, h->big_seq, h->cleanup_seq};
+    mr_arena_mark m = {h->cur, h->ptr, h->end, h->big, h->id, h->big_seq, h->cleanup_seq};
     ((struct mri_arena_hot *)(uintptr_t)a)->mark = h->ptr; /* no arena is a const object */
     return m;
 }
 
 /* Frees everything allocated after m was saved, running the cleanups
- * registered after it (LIFO) first.  Memory is kept: allocating the same
+ * registered after it and destroying the children created after it
+ * (together, newest first) first.  Memory is kept: allocating the same
  * sequence again hands out the same addresses with no upstream call.
  * Inline when nothing but the bump pointers moved since m (same block, no
- * large block, no cleanup, same arena id): two stores.
+ * large block, no cleanup or child, same arena id): two stores.
  * m must come from this arena, since its last release, and must not lie
  * after an earlier rewind's target (a stale mark).  In every build a rewind
  * never runs a cleanup registered before m, never frees a large block
@@ -220,7 +232,7 @@ static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
 #if !MR_CHECKED
     struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
     if (MR_LIKELY(m.mri_block == (void *)h->cur && m.mri_block != NULL && m.mri_big == (void *)h->big &&
-                  m.mri_cleanups == (void *)h->cleanups && m.mri_ptr <= h->ptr && m.mri_end >= h->end &&
+                  m.mri_cleanup_seq == h->cleanup_seq && m.mri_ptr <= h->ptr && m.mri_end >= h->end &&
                   m.mri_arena == h->id)) {
         h->ptr = m.mri_ptr;
         h->end = m.mri_end;
@@ -230,19 +242,24 @@ static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
     mri_arena_rewind_slow(a, m);
 }
 
-/* Frees everything (cleanups run first) and keeps every block for reuse, in
- * the same order: no upstream call. */
+/* Frees everything -- destroying the children and running the cleanups
+ * first, newest first -- and keeps every block for reuse, in the same
+ * order: no upstream call (for the arena itself; children kept for reuse
+ * stay kept). */
 MR_API void mr_arena_reset(mr_arena *a);
 
-/* Frees everything (cleanups run first) and returns every block upstream.
- * The caller's buffer, if any, stays as the first block.  Growth restarts
- * from block_size. */
+/* Frees everything -- destroying the children and running the cleanups
+ * first -- and returns every block upstream, and the children kept for
+ * reuse.  The caller's buffer, if any, stays as the first block.  Growth
+ * restarts from block_size. */
 MR_API void mr_arena_release(mr_arena *a);
 
 /* Registers fn(arg) to run when what is allocated before it is freed: on a
  * rewind to a mark saved before this call, reset, release or destroy.
- * Cleanups run LIFO, before the memory is freed; they must not allocate from
- * or rewind this arena.  0 on success; -1 with errno = ENOMEM (no memory for
+ * Cleanups run LIFO (children among them: memres/tree.h), before the memory
+ * is freed; they must not allocate from or rewind this arena, nor create a
+ * child of it (EINVAL) or destroy, reset or release it or a node above it
+ * (ignored: memres/tree.h, "Misuse").  0 on success; -1 with errno = ENOMEM (no memory for
  * the record) or EINVAL (fn NULL), nothing registered. */
 MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg);
 
@@ -262,6 +279,7 @@ MR_API mr_arena *mr_arena_of_resource(mr_resource *r);
  * the time of the merge -- a rewind of `into` to a mark saved before the
  * merge, and its reset, release or destroy, free it -- and the cleanups of
  * `from` join those of `into`, running before its older ones (LIFO kept).
+ * The children of `from` move under `into` too, as if created at the merge.
  * `from` is left empty and usable, keeping its spare (empty) blocks; marks
  * of `from` go stale (a rewind to one is ignored), marks of `into` keep
  * their meaning.  No upstream call; O(blocks + cleanups of from).
@@ -269,12 +287,16 @@ MR_API mr_arena *mr_arena_of_resource(mr_resource *r);
  * as taken (upstream_deallocations / _allocations) without a call.
  * 0, or -1 with errno and nothing changed: EINVAL when into == from, either
  * is NULL, their upstreams (or huge-page sources) are not equal
- * (mr_is_equal), or `from` holds allocations in its caller's buffer (they
+ * (mr_is_equal), `into` lies below `from` in the tree, either is dead or
+ * its cascade runs, or `from` holds allocations in its caller's buffer (they
  * cannot outlive `from`'s buffer: copy them instead); ENOMEM when `into`'s
  * limit cannot take the moved bytes.  Not thread-safe: neither arena may be
  * in use by another thread. */
 MR_API int mr_arena_merge(mr_arena *into, mr_arena *from);
 
+
+/* The arena's node in the tree of lifetimes (memres/tree.h). */
+MR_API mr_node *mr_arena_node(mr_arena *a);
 
 /* Fills *out (mr_stats is in resource.h).  Walks the blocks: O(blocks), never on a hot path. */
 MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out);

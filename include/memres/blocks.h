@@ -43,6 +43,7 @@
 
 #include "memres/pages.h"
 #include "memres/resource.h"
+#include "memres/tree.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +79,11 @@ typedef struct mr_blocks_options {
                                the page source (NULL) or the malloc resource;
                                ON (true): always; OFF: never.  Smaller blocks
                                are unaffected. */
+    const char *name;       /* shown in reports (memres/tree.h); not copied;
+                               NULL: "blocks" */
+    mr_node *parent;        /* the node this pool dies with (memres/tree.h);
+                               NULL: a root.  With upstream NULL, the upstream
+                               is the parent's upstream */
 } mr_blocks_options;
 
 /* Creates a block pool.  opts may be NULL (all defaults).  No block is taken
@@ -88,7 +94,8 @@ typedef struct mr_blocks_options {
  * values), ENOMEM (the upstream failed). */
 MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts);
 
-/* Returns every cached block and the header to the upstream.  NULL: no-op.
+/* Destroys the pool's children (memres/tree.h), returns every cached block
+ * and the header to the upstream.  NULL: no-op.
  * Every block got and every allocation from mr_blocks_resource(b) must have
  * been put back / deallocated first (checked in debug builds); they are not
  * tracked, so destroy cannot return them.  The shared pool is never
@@ -102,6 +109,11 @@ MR_API void mr_blocks_destroy(mr_blocks *b);
  * process exits: the memory then goes with the process).  Thread-safe.
  * Never NULL; lives as long as the process. */
 MR_API mr_blocks *mr_blocks_shared(void);
+
+/* The pool's node in the tree of lifetimes (memres/tree.h), named
+ * "mr_blocks_shared" for the shared pool.  A block pool's children may be
+ * created and destroyed from any thread. */
+MR_API mr_node *mr_blocks_node(mr_blocks *b);
 
 /* One block of mr_blocks_block_size(b) bytes, aligned to that size, with
  * unspecified contents (a reused block keeps what it held, a fresh one from
@@ -128,10 +140,10 @@ static inline void *mr_blocks_block_of(const void *p, size_t block_size)
     return (void *)((uintptr_t)p & ~(uintptr_t)(block_size - 1));
 }
 
-/* Returns every cached block to the upstream now.  For the shared pool:
- * the calling thread's cache and the shared list (other threads' caches
- * are theirs until they use or flush them).  Returns the bytes returned.
- * NULL: 0. */
+/* Returns every cached block to the upstream now, and the children the
+ * pool kept for reuse (memres/tree.h).  For the shared pool: the calling
+ * thread's cache and the shared list (other threads' caches are theirs
+ * until they use or flush them).  Returns the bytes returned.  NULL: 0. */
 MR_API size_t mr_blocks_trim(mr_blocks *b);
 
 /* The pool as an mr_resource (owned by the pool, valid until destroy; never

@@ -13,5 +13,6 @@
 #include "memres/pools.h"
 #include "memres/blocks.h"
 #include "memres/adaptors.h"
+#include "memres/tree.h"
 
 #endif /* MEMRES_MEMRES_H */

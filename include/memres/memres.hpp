@@ -630,7 +630,7 @@ public:
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
 
 private:
-    static constexpr mr_objpool_options ts_options{nullptr, 0, true};
+    static constexpr mr_objpool_options ts_options{nullptr, 0, true, nullptr, nullptr};
 
     static mr_objpool *create(std::size_t object_size, std::size_t align, const mr_objpool_options *opts)
     {
@@ -686,7 +686,7 @@ public:
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
 
 private:
-    static constexpr mr_pools_options ts_options{nullptr, 0, 0, true, nullptr, 0};
+    static constexpr mr_pools_options ts_options{nullptr, 0, 0, true, nullptr, 0, nullptr, nullptr};
 
     static mr_pools *create(const mr_pools_options *opts)
     {

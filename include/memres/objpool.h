@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "memres/resource.h"
+#include "memres/tree.h"
 #include "memres/bits/objpool.h"
 
 #ifdef __cplusplus
@@ -68,6 +69,11 @@ typedef struct mr_objpool_options {
     size_t objects_per_block;   /* objects in each block; 0: 1024 */
     bool   thread_safe;         /* any thread may allocate and free (see "Threads" below);
                                    objects are then at least 16 bytes */
+    const char *name;           /* shown in reports (memres/tree.h); not copied;
+                                   NULL: "objpool" */
+    mr_node *parent;            /* the node this pool dies with (memres/tree.h);
+                                   NULL: a root.  With upstream NULL, the upstream
+                                   is the parent's upstream */
 } mr_objpool_options;
 
 /* The objects per block when the options say 0. */
@@ -86,8 +92,9 @@ typedef struct mr_objpool_options {
  * cannot give the header. */
 MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_objpool_options *opts);
 
-/* Returns every block and the header to upstream.  NULL: no-op.  Every
- * object from the pool becomes invalid. */
+/* Destroys the pool's children (memres/tree.h), returns every block and the
+ * header to upstream.  NULL: no-op.  Every object from the pool becomes
+ * invalid. */
 MR_API void mr_objpool_destroy(mr_objpool *p);
 
 /* Allocates one object (mr_objpool_object_size(p) bytes, aligned to the
@@ -131,13 +138,15 @@ static inline void mr_objpool_free(mr_objpool *p, void *obj)
  * thread-safe: no-op.  NULL: no-op. */
 MR_API void mr_objpool_thread_flush(mr_objpool *p);
 
-/* Frees every object at once and keeps every block: the next allocations
+/* Destroys the pool's children (memres/tree.h), then frees every object at
+ * once and keeps every block: the next allocations
  * carve the same blocks again, in the same order, with no upstream call.
  * O(1) (O(blocks used) in ASan builds, which poison them). */
 MR_API void mr_objpool_reset(mr_objpool *p);
 
-/* Frees every object and returns every block (and the block list) upstream;
- * the pool keeps only its header and stays usable. */
+/* Destroys the pool's children and returns the children it kept for reuse
+ * (memres/tree.h), frees every object and returns every block (and the
+ * block list) upstream; the pool keeps only its header and stays usable. */
 MR_API void mr_objpool_release(mr_objpool *p);
 
 /* Fills *out (mr_stats is in resource.h).  O(1).
@@ -170,6 +179,10 @@ MR_API mr_resource *mr_objpool_resource(mr_objpool *p);
  * mr_resource (the C++ bridge, memres.hpp) use mr_objpool_alloc /
  * mr_objpool_free inline. */
 MR_API mr_objpool *mr_objpool_of_resource(mr_resource *r);
+
+/* The pool's node in the tree of lifetimes (memres/tree.h).  A thread-safe
+ * pool's children may be created and destroyed from any thread. */
+MR_API mr_node *mr_objpool_node(mr_objpool *p);
 
 #ifdef __cplusplus
 }

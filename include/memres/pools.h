@@ -85,6 +85,7 @@
 #include <string.h>
 
 #include "memres/resource.h"
+#include "memres/tree.h"
 #include "memres/bits/pools.h"
 
 #ifdef __cplusplus
@@ -104,6 +105,11 @@ typedef struct mr_pools_options {
     const size_t *exact_sizes;          /* sizes served at their own size, not their class's
                                            (see "Exact sizes" above); NULL: none */
     size_t exact_count;                 /* entries in exact_sizes, at most MR_POOLS_MAX_EXACT */
+    const char *name;                   /* shown in reports (memres/tree.h); not copied;
+                                           NULL: "pools" */
+    mr_node *parent;                    /* the node this pool dies with (memres/tree.h);
+                                           NULL: a root.  With upstream NULL, the
+                                           upstream is the parent's upstream */
 } mr_pools_options;
 
 /* largest_required_pool_block when the options say 0. */
@@ -125,8 +131,9 @@ typedef struct mr_pools_options {
  * if the upstream cannot give it). */
 MR_API mr_pools *mr_pools_create(const mr_pools_options *opts);
 
-/* Returns every chunk, every direct block and the header upstream.  NULL:
- * no-op.  Every pointer from the pool becomes invalid. */
+/* Destroys the pool's children (memres/tree.h), returns every chunk, every
+ * direct block and the header upstream.  NULL: no-op.  Every pointer from
+ * the pool becomes invalid. */
 MR_API void mr_pools_destroy(mr_pools *p);
 
 /* Allocates size bytes aligned to align (a power of two, any size: above
@@ -204,20 +211,23 @@ static inline size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t 
  * thread-safe, or NULL: no-op. */
 MR_API void mr_pools_thread_flush(mr_pools *p);
 
-/* Frees every block and returns every chunk and direct block upstream; the
- * pool keeps its header and stays usable (chunk growth starts again). */
+/* Destroys the pool's children and returns the children it kept for reuse
+ * (memres/tree.h), frees every block and returns every chunk and direct
+ * block upstream; the pool keeps its header and stays usable (chunk growth
+ * starts again). */
 MR_API void mr_pools_release(mr_pools *p);
 
-/* Frees every block and keeps every chunk: the next allocations carve the
- * same chunks again with no upstream call.  Direct blocks go upstream.
- * O(classes + direct blocks). */
+/* Destroys the pool's children (memres/tree.h), then frees every block and
+ * keeps every chunk: the next allocations carve the same chunks again with
+ * no upstream call.  Direct blocks go upstream.  O(classes + direct blocks
+ * + children). */
 MR_API void mr_pools_reset(mr_pools *p);
 
 /* The options in effect: the upstream in use, largest_required_pool_block
  * as rounded (the largest pooled size), max_blocks_per_chunk as given (0 if
  * defaulted), thread_safe as given, exact_sizes and exact_count: the exact
  * classes' block sizes (rounded, ascending; owned by the pool) and their
- * number. */
+ * number, the name (the kind when none was given) and the parent now. */
 MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out);
 
 /* Fills *out (mr_stats is in resource.h).  O(classes).
@@ -247,6 +257,10 @@ MR_API mr_resource *mr_pools_resource(mr_pools *p);
  * other resource.  O(1); lets a wrapper handed an mr_resource (the C++
  * bridge) take the inline paths. */
 MR_API mr_pools *mr_pools_of_resource(mr_resource *r);
+
+/* The pool's node in the tree of lifetimes (memres/tree.h).  A thread-safe
+ * pool's children may be created and destroyed from any thread. */
+MR_API mr_node *mr_pools_node(mr_pools *p);
 
 #ifdef __cplusplus
 }

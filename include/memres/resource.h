@@ -41,6 +41,9 @@ extern "C" {
 
 typedef struct mr_resource mr_resource;
 
+/* The node of an allocator in a tree of lifetimes (memres/tree.h). */
+typedef struct mr_node mr_node;
+
 struct mr_resource_ops {
     /* Called only with a valid (power-of-two) alignment. */
     void *(*allocate)(mr_resource *self, size_t size, size_t align);

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT */
+/* src/tree.c -- the tree of lifetimes (memres/tree.h, src/tree.h): links,
+ * the cascade, kept children, stats and reports.
+ *
+ * Every walk here is a loop over the links (parent, child, older): destroy
+ * descends to the newest child, frees leaves and climbs back; the reports
+ * walk in pre-order with a per-level counter of the children shown.  Depth
+ * costs no stack.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tree.h"
+
+/* ---- misuse ---- */
+
+/* A cleanup running, innermost first: its node's cascade cannot be freed
+ * under it. */
+_Thread_local struct mri_frame *mri_node_frames __attribute__((tls_model("initial-exec")));
+
+/* Reports "who: why" (debug builds) and returns true when bad. */
+static bool misuse(bool bad, const void *ptr, const char *who, const char *why)
+{
+    if (MR_LIKELY(!bad))
+        return false;
+    if (MR_DEBUG >= 1) {
+        char what[192];
+        snprintf(what, sizeof what, "%s: %s", who, why);
+        mri_misuse(what, ptr, __FILE__, __LINE__, who);
+    }
+    return true;
+}
+
+/* Is a cleanup of n or of a node below n running on this thread? */
+static bool running_below(const mr_node *n)
+{
+    for (const struct mri_frame *f = mri_node_frames; f != NULL; f = f->prev)
+        for (const mr_node *q = f->n; q != NULL; q = q->parent)
+            if (q == n)
+                return true;
+    return false;
+}
+
+/* ---- links ---- */
+
+bool mri_node_can_adopt_slow(mr_node *p, const char *who)
+{
+    if (misuse(!mri_node_live(p), p, who, "the parent was destroyed") ||
+        misuse((p->state & MRI_NODE_UNWINDING) != 0, p, who,
+               "the parent is being destroyed, reset or rewound (a child made from one of its cleanups)")) {
+        errno = EINVAL;
+        return false;
+    }
+    return true;
+}
+
+bool mri_node_enter_slow(mr_node *n, const char *who)
+{
+    return !misuse(!mri_node_live(n), n, who, "the allocator was destroyed (directly or with its parent)") &&
+           !misuse((n->state & MRI_NODE_UNWINDING) != 0 || (mri_node_frames != NULL && running_below(n)), n, who,
+                   "called from a cleanup while the allocator's cascade runs (its own, or its parent's)");
+}
+
+bool mri_node_below(const mr_node *n, const mr_node *top)
+{
+    for (; n != NULL; n = n->parent)
+        if (n == top)
+            return true;
+    return false;
+}
+
+void mri_node_move_children(mr_node *into, mr_node *from, size_t offset)
+{
+    mr_node *last = NULL;
+    for (mr_node *c = from->child; c != NULL; c = c->older) {
+        c->parent = into;
+        c->seq += offset;
+        last = c;
+    }
+    if (last == NULL)
+        return;
+    last->older = into->child;
+    if (into->child != NULL)
+        into->child->newer = last;
+    into->child = from->child;
+    from->child = NULL;
+}
+
+/* ---- the cascade ---- */
+
+void mri_node_unwind(mr_node *r, size_t stop)
+{
+    const uint32_t flags = r->state & MRI_NODE_FLAGS;
+    r->state |= MRI_NODE_UNWINDING;
+    for (mr_node *n = r;;) {
+        const size_t s = n == r ? stop : 0;
+        const bool ordered = n->ops->cleanup_top != NULL; /* an arena: children among cleanups */
+        const size_t top = ordered ? n->ops->cleanup_top(n) : 0;
+        mri_node_lock(n);
+        mr_node *c = n->child;
+        mri_node_unlock(n);
+        if (c != NULL && (!ordered || (c->seq > s && c->seq > top))) {
+            c->state |= MRI_NODE_UNWINDING | MRI_NODE_DOOMED;
+            n = c; /* its subtree first */
+            continue;
+        }
+        if (top > s) {
+            struct mri_frame f = {n, mri_node_frames};
+            mri_node_frames = &f;
+            n->ops->cleanup_run(n);
+            mri_node_frames = f.prev;
+            continue;
+        }
+        if (n == r)
+            break;
+        mr_node *p = n->parent;
+        n->ops->free(n);
+        n = p;
+    }
+    r->state = (r->state & ~MRI_NODE_FLAGS) | flags;
+}
+
+void mri_node_destroy_checked(mr_node *n)
+{
+    if (misuse((n->state & MRI_NODE_PERMANENT) != 0, n, "mr_node_destroy", "mr_blocks_shared() is never destroyed"))
+        return;
+    n->state |= MRI_NODE_DOOMED;
+    if (n->child != NULL || (n->ops->cleanup_top != NULL && n->ops->cleanup_top(n) != 0))
+        mri_node_unwind(n, 0);
+    n->ops->free(n);
+}
+
+MR_API void mr_node_destroy(mr_node *n)
+{
+    if (n != NULL && mri_node_enter(n, "mr_node_destroy"))
+        mri_node_destroy_checked(n);
+}
+
+/* ---- kept children ---- */
+
+size_t mri_node_drop_kept(mr_node *p)
+{
+    if (p->lock == NULL && p->kept == NULL)
+        return 0;
+    mri_node_lock(p);
+    mr_node *k = p->kept;
+    p->kept = NULL;
+    p->nkept = 0;
+    mri_node_unlock(p);
+    size_t bytes = 0;
+    while (k != NULL) {
+        mr_node *next = k->older;
+        size_t b, blocks;
+        k->ops->held(k, &b, &blocks);
+        bytes += b;
+        k->ops->free_kept(k);
+        k = next;
+    }
+    return bytes;
+}
+
+/* ---- queries ---- */
+
+MR_API mr_node *mr_node_of(mr_resource *r)
+{
+    mr_node *n = NULL;
+    if (r != NULL && (n = mri_arena_node_of(r)) == NULL && (n = mri_pools_node_of(r)) == NULL &&
+        (n = mri_objpool_node_of(r)) == NULL)
+        n = mri_blocks_node_of(r);
+    if (n == NULL)
+        errno = EINVAL;
+    return n;
+}
+
+MR_API mr_node *mr_node_parent(const mr_node *n) { return n->parent; }
+MR_API mr_node *mr_node_first_child(const mr_node *n) { return n->child; }
+MR_API mr_node *mr_node_next_sibling(const mr_node *n) { return n->older; }
+MR_API const char *mr_node_name(const mr_node *n) { return mri_node_name(n); }
+MR_API const char *mr_node_kind(const mr_node *n) { return n->ops->kind; }
+
+MR_API int mr_node_set_parent(mr_node *n, mr_node *parent)
+{
+    const char *who = "mr_node_set_parent";
+    if (n == NULL || !mri_node_enter(n, who) ||
+        misuse((n->state & MRI_NODE_PERMANENT) != 0, n, who, "mr_blocks_shared() cannot move") ||
+        (parent != NULL && !mri_node_can_adopt(parent, who))) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (misuse(mri_node_below(parent, n), parent, who, "the new parent is the node or lies below it (a cycle)")) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (n->parent == parent)
+        return 0;
+    mr_node *old = n->parent;
+    if (old != NULL) {
+        mri_node_lock(old);
+        mri_node_unlink_locked(n);
+        mri_node_unlock(old);
+    }
+    if (parent != NULL)
+        mri_node_link(n, parent);
+    return 0;
+}
+
+/* ---- walks ---- */
+
+/* The next node of root's subtree in pre-order (children newest first),
+ * after n's subtree when skip, or NULL. */
+static const mr_node *next_in(const mr_node *n, const mr_node *root, bool skip)
+{
+    if (!skip && n->child != NULL)
+        return n->child;
+    for (; n != root; n = n->parent)
+        if (n->older != NULL)
+            return n->older;
+    return NULL;
+}
+
+static void figures_of(const mr_node *n, struct mri_figures *f)
+{
+    n->ops->figures(n, f);
+    mri_node_lock((mr_node *)(uintptr_t)n);
+    for (const mr_node *k = n->kept; k != NULL; k = k->older) {
+        size_t bytes, blocks;
+        k->ops->held(k, &bytes, &blocks);
+        f->s.held += bytes;
+        f->s.peak_held += bytes;
+        f->blocks += blocks;
+    }
+    mri_node_unlock((mr_node *)(uintptr_t)n);
+}
+
+/* A sum of figures: what a report line shows. */
+struct sum {
+    size_t total, blocks, free, chunks, used, peak, allocations, upstream_allocations, upstream_deallocations;
+    size_t nodes;
+};
+
+static void sum_add(struct sum *t, const struct mri_figures *f)
+{
+    t->total += f->s.held;
+    t->blocks += f->blocks;
+    t->free += f->s.held > f->s.in_use ? f->s.held - f->s.in_use : 0;
+    t->chunks += f->free_chunks;
+    t->used += f->s.in_use;
+    t->peak += f->s.peak_held;
+    t->allocations += f->s.allocations;
+    t->upstream_allocations += f->s.upstream_allocations;
+    t->upstream_deallocations += f->s.upstream_deallocations;
+    t->nodes++;
+}
+
+/* Stamps every node of root's subtree with a fresh number, so that
+ * counted_once can tell whether a node's upstream is inside it. */
+static uint64_t stamp_subtree(const mr_node *root)
+{
+    static _Atomic uint64_t last;
+    uint64_t s = atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+    for (const mr_node *n = root; n != NULL; n = next_in(n, root, false))
+        atomic_store_explicit(&((mr_node *)(uintptr_t)n)->stamp, s, memory_order_relaxed);
+    return s;
+}
+
+/* Are n's bytes its own, not inside the figures of another node of the
+ * stamped subtree (n's upstream is not such a node's resource view)? */
+static bool counted_once(const mr_node *n, uint64_t stamp)
+{
+    mr_resource *up = n->upstream;
+    const mr_node *u = up != NULL ? mri_arena_node_of(up) : NULL;
+    if (u == NULL && up != NULL && (u = mri_pools_node_of(up)) == NULL && (u = mri_objpool_node_of(up)) == NULL)
+        u = mri_blocks_node_of(up);
+    return u == NULL || atomic_load_explicit(&((mr_node *)(uintptr_t)u)->stamp, memory_order_relaxed) != stamp;
+}
+
+MR_API void mr_node_stats(const mr_node *n, bool recurse, mr_stats *out)
+{
+    struct mri_figures f;
+    if (!recurse) {
+        figures_of(n, &f);
+        *out = f.s;
+        return;
+    }
+    const uint64_t stamp = stamp_subtree(n);
+    memset(out, 0, sizeof *out);
+    for (const mr_node *q = n; q != NULL; q = next_in(q, n, false)) {
+        if (!counted_once(q, stamp))
+            continue;
+        figures_of(q, &f);
+        out->in_use += f.s.in_use;
+        out->held += f.s.held;
+        out->peak_held += f.s.peak_held;
+        out->allocations += f.s.allocations;
+        out->upstream_allocations += f.s.upstream_allocations;
+        out->upstream_deallocations += f.s.upstream_deallocations;
+    }
+}
+
+/* ---- reports ---- */
+
+struct report {
+    FILE *f;
+    bool json;
+    uint64_t stamp;
+    struct sum grand;  /* every node of the subtree, each byte once */
+    size_t written;    /* node lines */
+    size_t next_id;
+};
+
+/* printf into a line on the stack, written with one fwrite: stdio never
+ * allocates a buffer of its own for it. */
+static void out(struct report *r, const char *fmt, ...) MR_PRINTF(2, 3);
+static void out(struct report *r, const char *fmt, ...)
+{
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return;
+    if ((size_t)len >= sizeof line) { /* cut, still one line */
+        len = (int)sizeof line - 1;
+        line[len - 1] = '\n';
+    }
+    fwrite(line, 1, (size_t)len, r->f);
+}
+
+/* A name as a report shows it: at most 100 bytes (then "..."), control
+ * characters as spaces; JSON-escaped for JSON. */
+static const char *shown_name(const char *name, bool json, char *buf, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; name[i] != '\0' && j + 8 < cap; i++) {
+        if (i == 100) {
+            memcpy(buf + j, "...", 3);
+            j += 3;
+            break;
+        }
+        unsigned char c = (unsigned char)name[i];
+        if (c < 0x20 || c == 0x7f) {
+            buf[j++] = ' ';
+        } else if (json && (c == '"' || c == '\\')) {
+            buf[j++] = '\\';
+            buf[j++] = (char)c;
+        } else {
+            buf[j++] = (char)c;
+        }
+    }
+    buf[j] = '\0';
+    return buf;
+}
+
+static void add_grand(struct report *r, const mr_node *n, const struct mri_figures *f)
+{
+    if (counted_once(n, r->stamp))
+        sum_add(&r->grand, f);
+    else
+        r->grand.nodes++;
+}
+
+#define STATS_FMT "%zu total in %zu blocks; %zu free (%zu chunks); %zu used\n"
+#define JSON_FIGS "\"total_bytes\":%zu,\"total_nblocks\":%zu,\"free_bytes\":%zu,\"free_chunks\":%zu,\"used_bytes\":%zu"
+
+/* One node's line; returns its id. */
+static size_t emit(struct report *r, const mr_node *n, int level, size_t parent_id)
+{
+    struct mri_figures f;
+    figures_of(n, &f);
+    add_grand(r, n, &f);
+    struct sum s = {0};
+    sum_add(&s, &f);
+    char name[128];
+    const size_t id = ++r->next_id;
+    if (r->json) {
+        char pid[24] = "null";
+        if (parent_id != 0)
+            snprintf(pid, sizeof pid, "%zu", parent_id);
+        out(r,
+            "{\"id\":%zu,\"parent\":%s,\"level\":%d,\"name\":\"%s\",\"kind\":\"%s\"," JSON_FIGS
+            ",\"peak_bytes\":%zu,\"allocations\":%zu}\n",
+            id, pid, level, shown_name(mri_node_name(n), true, name, sizeof name), n->ops->kind, s.total, s.blocks, s.free,
+            s.chunks, s.used, s.peak, s.allocations);
+    } else {
+        out(r, "%*s%s: %s " STATS_FMT, 2 * level, "", shown_name(mri_node_name(n), false, name, sizeof name), n->ops->kind,
+            s.total, s.blocks, s.free, s.chunks, s.used);
+    }
+    r->written++;
+    return id;
+}
+
+/* The "K more child contexts" line for first and its older siblings, their
+ * subtrees included, at level. */
+static void emit_more(struct report *r, const mr_node *first, int level, size_t parent_id)
+{
+    struct sum s = {0};
+    size_t contexts = 0;
+    for (const mr_node *c = first; c != NULL; c = c->older, contexts++) {
+        for (const mr_node *q = c; q != NULL; q = next_in(q, c, false)) {
+            struct mri_figures f;
+            figures_of(q, &f);
+            add_grand(r, q, &f);
+            sum_add(&s, &f);
+        }
+    }
+    if (r->json) {
+        out(r,
+            "{\"id\":%zu,\"parent\":%zu,\"level\":%d,\"name\":null,\"kind\":\"more\",\"contexts\":%zu," JSON_FIGS
+            ",\"peak_bytes\":%zu,\"allocations\":%zu}\n",
+            ++r->next_id, parent_id, level, contexts, s.total, s.blocks, s.free, s.chunks, s.used, s.peak,
+            s.allocations);
+    } else {
+        out(r, "%*s%zu more child contexts containing " STATS_FMT, 2 * level, "", contexts, s.total, s.blocks, s.free,
+            s.chunks, s.used);
+    }
+}
+
+MR_API size_t mr_report(const mr_node *root, FILE *f, const mr_report_options *opts)
+{
+    if (root == NULL || f == NULL)
+        return 0;
+    mr_report_options o = {0};
+    if (opts != NULL)
+        o = *opts;
+    const int max_depth = o.max_depth <= 0 ? 100 : o.max_depth > MR_REPORT_MAX_DEPTH ? MR_REPORT_MAX_DEPTH : o.max_depth;
+    const size_t max_children = o.max_children <= 0 ? 100 : (size_t)o.max_children;
+    struct report r = {.f = f, .json = o.format == MR_REPORT_JSON, .stamp = stamp_subtree(root)};
+    /* per level on the current path: its line's id, the children shown */
+    size_t ids[MR_REPORT_MAX_DEPTH + 1], shown[MR_REPORT_MAX_DEPTH + 1];
+
+    const mr_node *n = root;
+    int level = 0;
+    ids[0] = emit(&r, root, 0, 0);
+    for (;;) {
+        if (n->child != NULL) {
+            if (level < max_depth) {
+                n = n->child;
+                level++;
+                shown[level] = 1;
+                ids[level] = emit(&r, n, level, ids[level - 1]);
+                continue;
+            }
+            emit_more(&r, n->child, level + 1, ids[level]);
+        }
+        /* n's subtree is done: its next sibling, or up */
+        for (;;) {
+            if (n == root)
+                goto done;
+            if (n->older != NULL) {
+                if (shown[level] < max_children)
+                    break;
+                emit_more(&r, n->older, level, ids[level - 1]);
+            }
+            n = n->parent;
+            level--;
+        }
+        n = n->older;
+        shown[level]++;
+        ids[level] = emit(&r, n, level, ids[level - 1]);
+    }
+done:;
+    const struct sum *g = &r.grand;
+    if (r.json)
+        out(&r, "{\"kind\":\"total\",\"nodes\":%zu," JSON_FIGS ",\"peak_bytes\":%zu,\"allocations\":%zu}\n", g->nodes,
+            g->total, g->blocks, g->free, g->chunks, g->used, g->peak, g->allocations);
+    else
+        out(&r, "Grand total: %zu bytes in %zu blocks; %zu free (%zu chunks); %zu used\n", g->total, g->blocks, g->free,
+            g->chunks, g->used);
+    fflush(f);
+    return r.written;
+}

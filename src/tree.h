@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* src/tree.h -- the node every allocator embeds (memres/tree.h): links,
+ * states, the cascade, the children a parent keeps for reuse.
+ *
+ * Links.  Children are a doubly linked list, newest first: parent->child is
+ * the newest, ->older the next one, ->newer the previous one (unlink is
+ * O(1)).  Under an arena, children are numbered among its cleanups (seq,
+ * from the arena's cleanup_seq): the list is sorted by seq, descending, so
+ * a rewind to a mark destroys a prefix of it and the cascade interleaves
+ * children and cleanups by comparing the two newest numbers.
+ *
+ * States.  LIVE, or DEAD once the allocator is gone (its header freed, or
+ * kept by its parent for reuse).  Two flags on a live node: UNWINDING while
+ * a cascade runs on it (destroy, reset, release, rewind: its cleanups may
+ * run user code), DOOMED when the cascade ends in its destroy.  A cleanup
+ * runs inside a frame (thread-local) naming its node, so a call made from a
+ * cleanup that would free a node whose cascade is running -- the cleanup's
+ * own arena or one above it -- is found (mri_node_busy) and refused.
+ *
+ * Locks.  A thread-safe allocator (thread-safe pools and object pools, block
+ * pools) gives its node a tree lock: its children's links and its kept
+ * children change under it, so that any thread may create and destroy
+ * children of it.  Its allocation lock is never taken for the tree.
+ *
+ * Kept children.  An arena that dies while its parent lives, made with the
+ * parent's upstream and no buffer, is kept on the parent's `kept` list
+ * (linked through ->older) with its header and first blocks, for the next
+ * child created with the same options; the parent's release and destroy
+ * free them (mri_node_drop_kept).  The parent's upstream outlives the
+ * parent, so a kept child's memory stays valid as long as the list.
+ */
+#ifndef MEMRES_TREE_INTERNAL_H
+#define MEMRES_TREE_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "internal.h"
+#include "lock.h"
+#include "memres/tree.h"
+
+/* What a node's figures are: its allocator's stats and what reports add. */
+struct mri_figures {
+    mr_stats s;
+    size_t blocks;      /* upstream blocks held now (the header included) */
+    size_t free_chunks; /* free pieces the allocator knows of at once */
+};
+
+/* What each kind of allocator does for the tree (one table a kind). */
+struct mri_node_ops {
+    const char *kind;
+    /* The allocator's teardown, its children and cleanups gone: memory
+     * upstream, header freed -- or kept by its parent (mri_node_leave). */
+    void (*free)(mr_node *n);
+    /* Frees a child the node kept (an arena, DEAD) and its memory. */
+    void (*free_kept)(mr_node *kept);
+    void (*figures)(const mr_node *n, struct mri_figures *out);
+    void (*held)(const mr_node *n, size_t *bytes, size_t *blocks); /* from upstream now */
+    /* Arenas only (NULL otherwise): the number of the newest pending
+     * cleanup (0: none), and running it (popped first). */
+    size_t (*cleanup_top)(const mr_node *n);
+    void (*cleanup_run)(mr_node *n);
+};
+
+struct mr_node {
+    mr_node *parent;
+    mr_node *child;             /* the newest child */
+    mr_node *older, *newer;     /* siblings */
+    const char *name;           /* as given: NULL shows the kind (mri_node_name) */
+    const struct mri_node_ops *ops;
+    mr_resource *upstream;      /* the allocator's upstream: its children's default */
+    mri_lock *lock;             /* thread-safe allocators: the tree lock; else NULL */
+    size_t *numbers;            /* an arena: its cleanup_seq, which numbers children too;
+                                   else own_numbers */
+    size_t own_numbers;         /* the numbers of a node that is not an arena */
+    size_t seq;                 /* under an arena: its number among the arena's cleanups */
+    mr_node *kept;              /* children kept for reuse, through ->older */
+    uint32_t nkept;
+    uint32_t state;             /* MRI_NODE_LIVE | flags, or MRI_NODE_DEAD */
+    _Atomic uint64_t stamp;     /* the report or stats walk that last visited it */
+};
+
+#define MRI_NODE_LIVE 0x6d726e00u /* "mrn" */
+#define MRI_NODE_DEAD 0xdeadd1e0u
+#define MRI_NODE_UNWINDING 1u
+#define MRI_NODE_DOOMED 2u
+#define MRI_NODE_PERMANENT 4u /* mr_blocks_shared(): never destroyed */
+#define MRI_NODE_FLAGS 7u
+
+static inline const char *mri_node_name(const mr_node *n) { return n->name != NULL ? n->name : n->ops->kind; }
+
+static inline bool mri_node_live(const mr_node *n) { return (n->state & ~MRI_NODE_FLAGS) == MRI_NODE_LIVE; }
+
+/* The cleanups running on this thread, innermost first (src/tree.c). */
+struct mri_frame {
+    const mr_node *n;
+    struct mri_frame *prev;
+};
+extern _Thread_local struct mri_frame *mri_node_frames __attribute__((tls_model("initial-exec")));
+
+/* The tree lock of a node (no-op without one). */
+static inline void mri_node_lock(mr_node *n)
+{
+    if (n->lock != NULL)
+        mri_lock_take(n->lock);
+}
+static inline void mri_node_unlock(mr_node *n)
+{
+    if (n->lock != NULL)
+        mri_lock_give(n->lock);
+}
+
+/* A fresh root node of kind ops over upstream (lock: the tree lock, or
+ * NULL; numbers: an arena's cleanup_seq, or NULL). */
+static inline void mri_node_init(mr_node *n, const struct mri_node_ops *ops, const char *name, mr_resource *upstream,
+                                 mri_lock *lock, size_t *numbers)
+{
+    n->parent = n->child = n->older = n->newer = n->kept = NULL;
+    n->name = name;
+    n->ops = ops;
+    n->upstream = upstream;
+    n->lock = lock;
+    n->numbers = numbers != NULL ? numbers : &n->own_numbers;
+    n->own_numbers = 0;
+    n->seq = 0;
+    n->nkept = 0;
+    n->state = MRI_NODE_LIVE;
+    atomic_init(&n->stamp, 0);
+}
+
+/* A node its parent kept (DEAD, no child, nothing kept, its kind's fields
+ * as they were) made live again as a fresh root. */
+static inline void mri_node_revive(mr_node *n, const char *name)
+{
+    n->name = name;
+    n->older = NULL;
+    n->state = MRI_NODE_LIVE;
+}
+
+/* May a child be created under (or moved under) p?  true, or false with
+ * errno = EINVAL (p dead or unwinding: reported as misuse by `who`). */
+bool mri_node_can_adopt_slow(mr_node *p, const char *who);
+static inline bool mri_node_can_adopt(mr_node *p, const char *who)
+{
+    return MR_LIKELY((p->state | MRI_NODE_PERMANENT) == (MRI_NODE_LIVE | MRI_NODE_PERMANENT)) ||
+           mri_node_can_adopt_slow(p, who);
+}
+
+/* Links n (a fresh root) under p, the caller holding p's tree lock. */
+static inline void mri_node_link_locked(mr_node *n, mr_node *p)
+{
+    n->parent = p;
+    n->newer = NULL;
+    n->older = p->child;
+    if (p->child != NULL)
+        p->child->newer = n;
+    p->child = n;
+    n->seq = ++*p->numbers;
+}
+
+/* Links n (a fresh root) under p, checked by mri_node_can_adopt; cannot
+ * fail.  Takes p's tree lock. */
+static inline void mri_node_link(mr_node *n, mr_node *p)
+{
+    mri_node_lock(p);
+    mri_node_link_locked(n, p);
+    mri_node_unlock(p);
+}
+
+/* Unlinks n from its parent, the caller holding the parent's tree lock. */
+static inline void mri_node_unlink_locked(mr_node *n)
+{
+    if (n->newer != NULL)
+        n->newer->older = n->older;
+    else
+        n->parent->child = n->older;
+    if (n->older != NULL)
+        n->older->newer = n->newer;
+    n->parent = n->older = n->newer = NULL;
+}
+
+/* Before destroy, reset, release or rewind of n (by `who`): false, with the
+ * misuse reported, when n is dead, or its cascade (or that of a node below
+ * it) is running on this thread -- the call is then ignored. */
+bool mri_node_enter_slow(mr_node *n, const char *who);
+static inline bool mri_node_enter(mr_node *n, const char *who)
+{
+    return MR_LIKELY(n->state == MRI_NODE_LIVE && mri_node_frames == NULL) || mri_node_enter_slow(n, who);
+}
+
+/* Destroys n's children with numbers above stop (all of them when n is not
+ * an arena) and runs its cleanups above stop, newest first, each child's
+ * subtree first; no recursion.  n stays (reset, release, rewind). */
+void mri_node_unwind(mr_node *n, size_t stop);
+static inline bool mri_node_has_children(const mr_node *n) { return n->child != NULL; }
+
+/* Is n below (or) `top`? */
+bool mri_node_below(const mr_node *n, const mr_node *top);
+
+/* Moves the children of `from` to the front of those of `into` (both not
+ * thread-safe: no lock), adding offset to their numbers (mr_arena_merge). */
+void mri_node_move_children(mr_node *into, mr_node *from, size_t offset);
+
+/* The whole destroy of n, checked by mri_node_enter: the subtree, then
+ * n->ops->free. */
+void mri_node_destroy_checked(mr_node *n);
+
+/* For ops->free: unlinks n from its parent and marks it DEAD.  keep (the
+ * allocator can be reused): the parent keeps n when it is not doomed and
+ * has room -- true, n is on its kept list and must not be freed.  Takes the
+ * parent's tree lock. */
+static inline __attribute__((always_inline)) void mri_node_leave_locked(mr_node *n, mr_node *p, bool keep)
+{
+    mri_node_unlink_locked(n);
+    if (keep) {
+        n->older = p->kept;
+        p->kept = n;
+        p->nkept++;
+    }
+}
+
+static inline bool mri_node_leave(mr_node *n, bool keep)
+{
+    mr_node *p = n->parent;
+    n->state = MRI_NODE_DEAD;
+    if (p == NULL)
+        return false;
+    if (p->lock == NULL) { /* one thread's: as the caller checked */
+        mri_node_leave_locked(n, p, keep);
+        return keep;
+    }
+    mri_lock_take(p->lock);
+    /* the caller's checks, again under the lock: another thread may keep too */
+    keep = keep && (p->state & MRI_NODE_DOOMED) == 0 && p->nkept < MR_TREE_KEEP_CHILDREN;
+    mri_node_leave_locked(n, p, keep);
+    mri_lock_give(p->lock);
+    return keep;
+}
+
+/* Frees the children p keeps (its release and destroy); returns their
+ * bytes. */
+size_t mri_node_drop_kept(mr_node *p);
+
+/* The default upstream of a child of p: p's own upstream. */
+static inline mr_resource *mri_node_upstream(const mr_node *p) { return p->upstream; }
+
+/* Each kind's node of a resource view (NULL: not that kind's view). */
+mr_node *mri_arena_node_of(mr_resource *r);
+mr_node *mri_objpool_node_of(mr_resource *r);
+mr_node *mri_pools_node_of(mr_resource *r);
+mr_node *mri_blocks_node_of(mr_resource *r);
+
+#endif /* MEMRES_TREE_INTERNAL_H */
