@@ -64,6 +64,7 @@ struct mr_arena {
     void *buffer;       /* the caller's buffer (unpoisoned on destroy) */
     size_t buffer_size;
     struct mri_walk walk; /* MR_DEBUG 3: when the next walk is due */
+    uintptr_t cur_end;    /* end_of(hot.cur): the stats read no block */
     mr_node node;         /* in the tree of lifetimes */
     struct made {         /* the options it was made with, as given: a kept arena is
                              reused for a child asking for the same */
@@ -96,6 +97,7 @@ static inline void set_current_at(mr_arena *a, block *b, uintptr_t ptr, uintptr_
     a->hot.ptr = ptr;
     a->hot.end = end;
     a->hot.mark = 0; /* every live mark lies before this block (a rewind sets its own) */
+    a->cur_end = end_of(b);
 }
 
 static inline void set_current(mr_arena *a, block *b, uintptr_t ptr) { set_current_at(a, b, ptr, end_of(b)); }
@@ -105,7 +107,7 @@ static inline void set_current(mr_arena *a, block *b, uintptr_t ptr) { set_curre
 static inline void set_empty(mr_arena *a)
 {
     a->hot.cur = NULL;
-    a->hot.ptr = a->hot.end = mri_align_ptr((uintptr_t)(a + 1), ALIGN);
+    a->hot.ptr = a->hot.end = a->cur_end = mri_align_ptr((uintptr_t)(a + 1), ALIGN);
     a->hot.mark = 0;
 }
 

@@ -160,13 +160,17 @@ MR_API void mr_arena_destroy(mr_arena *a)
                   a->ledger.held <= MR_TREE_KEEP_BYTES && !MRI_TRACKING && MR_DEBUG < 3)) {
         restart(a);
         n->state = MRI_NODE_DEAD;
+        if (n->watch != NULL)
+            *n->watch = NULL;
         mri_node_leave_locked(n, p, true);
         return;
     }
-    if (a->node.child == NULL && a->hot.cleanups == NULL && mri_node_enter(&a->node, "mr_arena_destroy"))
-        mri_arena_node_free(&a->node); /* nothing to unwind */
+    if (!mri_node_enter(n, "mr_arena_destroy"))
+        return;
+    if (n->child == NULL && a->hot.cleanups == NULL)
+        mri_arena_node_free(n); /* nothing to unwind */
     else
-        mr_node_destroy(&a->node);
+        mri_node_destroy_checked(n);
 }
 
 static void node_free_kept(mr_node *n)
@@ -186,7 +190,7 @@ MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
     if (a->hot.cur != NULL) {
         for (const block *b = a->head; b != NULL; b = b->next) {
             if (b == a->hot.cur) {
-                in_use += (a->hot.ptr - data_of(b)) + (end_of(b) - a->hot.end);
+                in_use += (a->hot.ptr - data_of(b)) + (a->cur_end - a->hot.end);
                 break;
             }
             in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
@@ -206,11 +210,7 @@ static void node_figures(const mr_node *n, struct mri_figures *f)
     const mr_arena *a = mri_container_of(n, mr_arena, node);
     mr_arena_stats(a, &f->s);
     f->blocks = f->s.upstream_allocations - f->s.upstream_deallocations;
-    f->free_chunks = 0; /* spare blocks */
-    for (const block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head; b != NULL; b = b->next)
-        f->free_chunks++;
-    for (const block *b = a->big_spare; b != NULL; b = b->next)
-        f->free_chunks++;
+    f->free_chunks = 0; /* no free list */
 }
 
 static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
@@ -290,6 +290,8 @@ bool mri_arena_walk(const mr_arena *a, size_t *steps)
         CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end <= end_of(a->hot.cur),
               "bump pointers outside the current block");
         CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
+        CHECK(a->cur_end == end_of(a->hot.cur), "cached end %#jx of the current block, not %#jx",
+              (uintmax_t)a->cur_end, (uintmax_t)end_of(a->hot.cur));
     } else {
         CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
     }

@@ -7,7 +7,6 @@
  * walk in pre-order with a per-level counter of the children shown.  Depth
  * costs no stack.
  */
-#include <stdarg.h>
 #include <string.h>
 
 #include "internal.h"
@@ -19,16 +18,14 @@
  * under it. */
 _Thread_local struct mri_frame *mri_node_frames __attribute__((tls_model("initial-exec")));
 
-/* Reports "who: why" (debug builds) and returns true when bad. */
+/* Reports why (a literal: a handler may keep it) for the caller who, in
+ * debug builds, and returns true when bad. */
 static bool misuse(bool bad, const void *ptr, const char *who, const char *why)
 {
     if (MR_LIKELY(!bad))
         return false;
-    if (MR_DEBUG >= 1) {
-        char what[192];
-        snprintf(what, sizeof what, "%s: %s", who, why);
-        mri_misuse(what, ptr, __FILE__, __LINE__, who);
-    }
+    if (MR_DEBUG >= 1)
+        mri_misuse(why, ptr, __FILE__, __LINE__, who);
     return true;
 }
 
@@ -46,9 +43,9 @@ static bool running_below(const mr_node *n)
 
 bool mri_node_can_adopt_slow(mr_node *p, const char *who)
 {
-    if (misuse(!mri_node_live(p), p, who, "the parent was destroyed") ||
+    if (misuse(!mri_node_live(p), p, who, "tree: the parent was destroyed") ||
         misuse((p->state & MRI_NODE_UNWINDING) != 0, p, who,
-               "the parent is being destroyed, reset or rewound (a child made from one of its cleanups)")) {
+               "tree: a child made under an allocator whose cascade runs (from one of its cleanups)")) {
         errno = EINVAL;
         return false;
     }
@@ -57,9 +54,9 @@ bool mri_node_can_adopt_slow(mr_node *p, const char *who)
 
 bool mri_node_enter_slow(mr_node *n, const char *who)
 {
-    return !misuse(!mri_node_live(n), n, who, "the allocator was destroyed (directly or with its parent)") &&
+    return !misuse(!mri_node_live(n), n, who, "tree: an allocator used after it was destroyed (directly or with its parent)") &&
            !misuse((n->state & MRI_NODE_UNWINDING) != 0 || (mri_node_frames != NULL && running_below(n)), n, who,
-                   "called from a cleanup while the allocator's cascade runs (its own, or its parent's)");
+                   "tree: an allocator destroyed, reset or rewound from a cleanup of its own cascade (its own, or one below it)");
 }
 
 bool mri_node_below(const mr_node *n, const mr_node *top)
@@ -123,7 +120,7 @@ void mri_node_unwind(mr_node *r, size_t stop)
 
 void mri_node_destroy_checked(mr_node *n)
 {
-    if (misuse((n->state & MRI_NODE_PERMANENT) != 0, n, "mr_node_destroy", "mr_blocks_shared() is never destroyed"))
+    if (misuse((n->state & MRI_NODE_PERMANENT) != 0, n, "mr_node_destroy", "tree: mr_blocks_shared() is never destroyed"))
         return;
     n->state |= MRI_NODE_DOOMED;
     if (n->child != NULL || (n->ops->cleanup_top != NULL && n->ops->cleanup_top(n) != 0))
@@ -160,6 +157,8 @@ size_t mri_node_drop_kept(mr_node *p)
     return bytes;
 }
 
+MR_API void mri_node_watch(mr_node *n, mr_node **slot) { n->watch = slot; }
+
 /* ---- queries ---- */
 
 MR_API mr_node *mr_node_of(mr_resource *r)
@@ -183,12 +182,12 @@ MR_API int mr_node_set_parent(mr_node *n, mr_node *parent)
 {
     const char *who = "mr_node_set_parent";
     if (n == NULL || !mri_node_enter(n, who) ||
-        misuse((n->state & MRI_NODE_PERMANENT) != 0, n, who, "mr_blocks_shared() cannot move") ||
+        misuse((n->state & MRI_NODE_PERMANENT) != 0, n, who, "tree: mr_blocks_shared() has no parent") ||
         (parent != NULL && !mri_node_can_adopt(parent, who))) {
         errno = EINVAL;
         return -1;
     }
-    if (misuse(mri_node_below(parent, n), parent, who, "the new parent is the node or lies below it (a cycle)")) {
+    if (misuse(mri_node_below(parent, n), parent, who, "tree: the new parent is the node or lies below it (a cycle)")) {
         errno = EINVAL;
         return -1;
     }
@@ -309,48 +308,65 @@ struct report {
     size_t next_id;
 };
 
-/* printf into a line on the stack, written with one fwrite: stdio never
- * allocates a buffer of its own for it. */
-static void out(struct report *r, const char *fmt, ...) MR_PRINTF(2, 3);
-static void out(struct report *r, const char *fmt, ...)
+/* A report line, built on the stack and written with one fwrite (no
+ * printf: it is most of a report's time, and stdio allocates nothing for
+ * fwrite to a stream that has its buffer).  A line too long is cut. */
+struct line {
+    size_t len;
+    char buf[512];
+};
+
+static void put(struct line *l, const char *s, size_t n)
 {
-    char line[768];
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (len < 0)
-        return;
-    if ((size_t)len >= sizeof line) { /* cut, still one line */
-        len = (int)sizeof line - 1;
-        line[len - 1] = '\n';
+    if (n > sizeof l->buf - 1 - l->len)
+        n = sizeof l->buf - 1 - l->len;
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+}
+#define PUT(l, lit) put(l, lit, sizeof lit - 1)
+
+static void put_uint(struct line *l, size_t v)
+{
+    char d[24];
+    size_t k = sizeof d;
+    do
+        d[--k] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    put(l, d + k, sizeof d - k);
+}
+
+static void put_spaces(struct line *l, size_t n)
+{
+    static const char spaces[] = "                                                                ";
+    while (n > 0) {
+        size_t k = n < sizeof spaces - 1 ? n : sizeof spaces - 1;
+        put(l, spaces, k);
+        n -= k;
     }
-    fwrite(line, 1, (size_t)len, r->f);
 }
 
 /* A name as a report shows it: at most 100 bytes (then "..."), control
  * characters as spaces; JSON-escaped for JSON. */
-static const char *shown_name(const char *name, bool json, char *buf, size_t cap)
+static void put_name(struct line *l, const char *name, bool json)
 {
-    size_t j = 0;
-    for (size_t i = 0; name[i] != '\0' && j + 8 < cap; i++) {
+    for (size_t i = 0; name[i] != '\0'; i++) {
         if (i == 100) {
-            memcpy(buf + j, "...", 3);
-            j += 3;
-            break;
+            PUT(l, "...");
+            return;
         }
-        unsigned char c = (unsigned char)name[i];
-        if (c < 0x20 || c == 0x7f) {
-            buf[j++] = ' ';
-        } else if (json && (c == '"' || c == '\\')) {
-            buf[j++] = '\\';
-            buf[j++] = (char)c;
-        } else {
-            buf[j++] = (char)c;
-        }
+        char c = name[i];
+        if ((unsigned char)c < 0x20 || c == 0x7f)
+            c = ' ';
+        else if (json && (c == '"' || c == '\\'))
+            PUT(l, "\\");
+        put(l, &c, 1);
     }
-    buf[j] = '\0';
-    return buf;
+}
+
+static void line_out(struct report *r, struct line *l)
+{
+    l->buf[l->len++] = '\n'; /* put leaves room for it */
+    fwrite(l->buf, 1, l->len, r->f);
 }
 
 static void add_grand(struct report *r, const mr_node *n, const struct mri_figures *f)
@@ -361,8 +377,55 @@ static void add_grand(struct report *r, const mr_node *n, const struct mri_figur
         r->grand.nodes++;
 }
 
-#define STATS_FMT "%zu total in %zu blocks; %zu free (%zu chunks); %zu used\n"
-#define JSON_FIGS "\"total_bytes\":%zu,\"total_nblocks\":%zu,\"free_bytes\":%zu,\"free_chunks\":%zu,\"used_bytes\":%zu"
+/* "T total in B blocks; F free (C chunks); U used" (PostgreSQL's words) */
+static void put_stats(struct line *l, const struct sum *s, const char *total_word)
+{
+    put_uint(l, s->total);
+    put(l, total_word, strlen(total_word));
+    put_uint(l, s->blocks);
+    PUT(l, " blocks; ");
+    put_uint(l, s->free);
+    PUT(l, " free (");
+    put_uint(l, s->chunks);
+    PUT(l, " chunks); ");
+    put_uint(l, s->used);
+    PUT(l, " used");
+}
+
+/* ,"total_bytes":..,"allocations":..} */
+static void put_json_figures(struct line *l, const struct sum *s)
+{
+    PUT(l, "\"total_bytes\":");
+    put_uint(l, s->total);
+    PUT(l, ",\"total_nblocks\":");
+    put_uint(l, s->blocks);
+    PUT(l, ",\"free_bytes\":");
+    put_uint(l, s->free);
+    PUT(l, ",\"free_chunks\":");
+    put_uint(l, s->chunks);
+    PUT(l, ",\"used_bytes\":");
+    put_uint(l, s->used);
+    PUT(l, ",\"peak_bytes\":");
+    put_uint(l, s->peak);
+    PUT(l, ",\"allocations\":");
+    put_uint(l, s->allocations);
+    PUT(l, "}");
+}
+
+/* {"id":I,"parent":P,"level":L,"name": (P 0: null) */
+static void put_json_head(struct line *l, size_t id, size_t parent_id, int level)
+{
+    PUT(l, "{\"id\":");
+    put_uint(l, id);
+    PUT(l, ",\"parent\":");
+    if (parent_id != 0)
+        put_uint(l, parent_id);
+    else
+        PUT(l, "null");
+    PUT(l, ",\"level\":");
+    put_uint(l, (size_t)level);
+    PUT(l, ",\"name\":");
+}
 
 /* One node's line; returns its id. */
 static size_t emit(struct report *r, const mr_node *n, int level, size_t parent_id)
@@ -372,21 +435,26 @@ static size_t emit(struct report *r, const mr_node *n, int level, size_t parent_
     add_grand(r, n, &f);
     struct sum s = {0};
     sum_add(&s, &f);
-    char name[128];
     const size_t id = ++r->next_id;
+    struct line l;
+    l.len = 0;
     if (r->json) {
-        char pid[24] = "null";
-        if (parent_id != 0)
-            snprintf(pid, sizeof pid, "%zu", parent_id);
-        out(r,
-            "{\"id\":%zu,\"parent\":%s,\"level\":%d,\"name\":\"%s\",\"kind\":\"%s\"," JSON_FIGS
-            ",\"peak_bytes\":%zu,\"allocations\":%zu}\n",
-            id, pid, level, shown_name(mri_node_name(n), true, name, sizeof name), n->ops->kind, s.total, s.blocks, s.free,
-            s.chunks, s.used, s.peak, s.allocations);
+        put_json_head(&l, id, parent_id, level);
+        PUT(&l, "\"");
+        put_name(&l, mri_node_name(n), true);
+        PUT(&l, "\",\"kind\":\"");
+        put(&l, n->ops->kind, strlen(n->ops->kind));
+        PUT(&l, "\",");
+        put_json_figures(&l, &s);
     } else {
-        out(r, "%*s%s: %s " STATS_FMT, 2 * level, "", shown_name(mri_node_name(n), false, name, sizeof name), n->ops->kind,
-            s.total, s.blocks, s.free, s.chunks, s.used);
+        put_spaces(&l, 2 * (size_t)level);
+        put_name(&l, mri_node_name(n), false);
+        PUT(&l, ": ");
+        put(&l, n->ops->kind, strlen(n->ops->kind));
+        PUT(&l, " ");
+        put_stats(&l, &s, " total in ");
     }
+    line_out(r, &l);
     r->written++;
     return id;
 }
@@ -405,16 +473,21 @@ static void emit_more(struct report *r, const mr_node *first, int level, size_t 
             sum_add(&s, &f);
         }
     }
+    struct line l;
+    l.len = 0;
     if (r->json) {
-        out(r,
-            "{\"id\":%zu,\"parent\":%zu,\"level\":%d,\"name\":null,\"kind\":\"more\",\"contexts\":%zu," JSON_FIGS
-            ",\"peak_bytes\":%zu,\"allocations\":%zu}\n",
-            ++r->next_id, parent_id, level, contexts, s.total, s.blocks, s.free, s.chunks, s.used, s.peak,
-            s.allocations);
+        put_json_head(&l, ++r->next_id, parent_id, level);
+        PUT(&l, "null,\"kind\":\"more\",\"contexts\":");
+        put_uint(&l, contexts);
+        PUT(&l, ",");
+        put_json_figures(&l, &s);
     } else {
-        out(r, "%*s%zu more child contexts containing " STATS_FMT, 2 * level, "", contexts, s.total, s.blocks, s.free,
-            s.chunks, s.used);
+        put_spaces(&l, 2 * (size_t)level);
+        put_uint(&l, contexts);
+        PUT(&l, " more child contexts containing ");
+        put_stats(&l, &s, " total in ");
     }
+    line_out(r, &l);
 }
 
 MR_API size_t mr_report(const mr_node *root, FILE *f, const mr_report_options *opts)
@@ -461,13 +534,18 @@ MR_API size_t mr_report(const mr_node *root, FILE *f, const mr_report_options *o
         ids[level] = emit(&r, n, level, ids[level - 1]);
     }
 done:;
-    const struct sum *g = &r.grand;
-    if (r.json)
-        out(&r, "{\"kind\":\"total\",\"nodes\":%zu," JSON_FIGS ",\"peak_bytes\":%zu,\"allocations\":%zu}\n", g->nodes,
-            g->total, g->blocks, g->free, g->chunks, g->used, g->peak, g->allocations);
-    else
-        out(&r, "Grand total: %zu bytes in %zu blocks; %zu free (%zu chunks); %zu used\n", g->total, g->blocks, g->free,
-            g->chunks, g->used);
+    struct line l;
+    l.len = 0;
+    if (r.json) {
+        PUT(&l, "{\"kind\":\"total\",\"nodes\":");
+        put_uint(&l, r.grand.nodes);
+        PUT(&l, ",");
+        put_json_figures(&l, &r.grand);
+    } else {
+        PUT(&l, "Grand total: ");
+        put_stats(&l, &r.grand, " bytes in ");
+    }
+    line_out(&r, &l);
     fflush(f);
     return r.written;
 }

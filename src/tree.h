@@ -37,6 +37,7 @@
 #include "internal.h"
 #include "lock.h"
 #include "memres/tree.h"
+#include "memres/bits/tree.h"
 
 /* What a node's figures are: its allocator's stats and what reports add. */
 struct mri_figures {
@@ -74,6 +75,7 @@ struct mr_node {
     size_t own_numbers;         /* the numbers of a node that is not an arena */
     size_t seq;                 /* under an arena: its number among the arena's cleanups */
     mr_node *kept;              /* children kept for reuse, through ->older */
+    mr_node **watch;            /* set to NULL when the node dies (mri_node_watch) */
     uint32_t nkept;
     uint32_t state;             /* MRI_NODE_LIVE | flags, or MRI_NODE_DEAD */
     _Atomic uint64_t stamp;     /* the report or stats walk that last visited it */
@@ -115,6 +117,7 @@ static inline void mri_node_init(mr_node *n, const struct mri_node_ops *ops, con
                                  mri_lock *lock, size_t *numbers)
 {
     n->parent = n->child = n->older = n->newer = n->kept = NULL;
+    n->watch = NULL;
     n->name = name;
     n->ops = ops;
     n->upstream = upstream;
@@ -133,6 +136,7 @@ static inline void mri_node_revive(mr_node *n, const char *name)
 {
     n->name = name;
     n->older = NULL;
+    n->watch = NULL;
     n->state = MRI_NODE_LIVE;
 }
 
@@ -222,6 +226,8 @@ static inline bool mri_node_leave(mr_node *n, bool keep)
 {
     mr_node *p = n->parent;
     n->state = MRI_NODE_DEAD;
+    if (n->watch != NULL)
+        *n->watch = NULL;
     if (p == NULL)
         return false;
     if (p->lock == NULL) { /* one thread's: as the caller checked */

@@ -912,6 +912,77 @@ void test_pools_owner(void **state)
     }
 }
 
+
+/* Owners in a tree (memres/tree.h): a child owner made from its parent
+ * owner dies with the parent's reset or destroy, and its destructor then
+ * does nothing more; a std::pmr container made in a child arena with
+ * arena::make is destroyed with it (its destructor is a cleanup). */
+static int live_strings;
+struct counted {
+    std::pmr::vector<std::pmr::string> v;
+    explicit counted(std::pmr::memory_resource *r) : v(r) { live_strings++; }
+    ~counted() { live_strings--; }
+};
+
+void test_owners_in_a_tree(void **state)
+{
+    mrt_upstream *u = static_cast<mrt_upstream *>(*state);
+    memres::arena server{&u->base};
+    {
+        memres::arena conn{server, "connection"};
+        assert_ptr_equal(mr_node_parent(conn.node()), server.node());
+        assert_string_equal(mr_node_name(conn.node()), "connection");
+        for (int i = 0; i < 100; i++) {
+            memres::arena req{conn, "request"}; /* scoped: destroyed before conn */
+            auto *c = req.make<counted>(req.pmr());
+            c->v.emplace_back(200, 'x');
+            assert_int_equal(live_strings, 1);
+        } /* ~req: destroyed, kept by conn */
+        assert_int_equal(live_strings, 0);
+        memres::pools cache{conn, "cache"};
+        memres::objpool nodes{40, 8, cache, "nodes"};
+        memres::arena scratch{conn.node(), nullptr};
+        auto *c = scratch.make<counted>(scratch.pmr());
+        c->v.emplace_back(1000, 'y');
+        assert_non_null(nodes.alloc());
+        assert_non_null(cache.alloc(100));
+        assert_true(cache.alive() && nodes.alive() && scratch.alive());
+        conn.reset(); /* the children die, with the container */
+        assert_false(cache.alive());
+        assert_false(nodes.alive());
+        assert_false(scratch.alive());
+        assert_int_equal(live_strings, 0);
+        assert_null(mr_node_first_child(conn.node()));
+        assert_true(conn.alive());
+    } /* ~scratch, ~nodes, ~cache: nothing; ~conn: destroyed */
+    assert_null(mr_node_first_child(server.node()));
+    {
+        memres::arena conn{server, "connection"};
+        memres::arena req{conn, "request"};
+        (void)req.alloc(10);
+        server.release(); /* conn and req die; their owners do nothing */
+        assert_false(conn.alive());
+        assert_false(req.alive());
+    }
+    /* a dead parent (a child the server keeps): std::invalid_argument */
+    mr_arena_options o{};
+    o.parent = server.node();
+    mr_arena *kept = mr_arena_create(&o);
+    assert_non_null(kept);
+    mr_arena_destroy(kept);
+    mrt_violations v{};
+    mr_set_violation_handler(mrt_record_violation, &v);
+    bool threw = false;
+    try {
+        memres::arena child_of_dead{mr_arena_node(kept), nullptr};
+    } catch (const std::invalid_argument &) {
+        threw = true;
+    }
+    mr_set_violation_handler(nullptr, nullptr);
+    assert_true(threw);
+    mrt_assert_reported(&v, 1);
+}
+
 /* std::pmr containers on one shared thread-safe pool (memres::thread_safe),
  * from several threads: each thread fills its own containers, and lists
  * built by one thread are destroyed by another (cross-thread frees). */
@@ -983,6 +1054,7 @@ int main(void)
         mrt_unit_test(test_pools_resource),
         mrt_unit_test(test_objpool_resource),
         mrt_unit_test(test_adaptor_recognises_allocators),
+        mrt_unit_test(test_owners_in_a_tree),
     };
     return cmocka_run_group_tests_name("bridge", tests, nullptr, nullptr);
 }

@@ -17,6 +17,15 @@
  * memres::pools (mr_pools), each with pmr(), plus memres::arena_allocator<T>,
  * a std::allocator-like allocator over an arena with no virtual call at all.
  *
+ * Trees (memres/tree.h): an owner made with a parent -- another owner, or
+ * any mr_node -- owns a child of it, `memres::arena request{connection,
+ * "request"}`, which dies with the parent: destroyed by the parent's
+ * destroy, reset or release (or rewind) it is gone, alive() turns false,
+ * and the owner's destructor does nothing more.  Objects made with
+ * arena::make<T> are destroyed then too (their destructors are the arena's
+ * cleanups), so a std::pmr container made in a child arena dies with the
+ * parent; anything else allocated from a dead owner is gone.
+ *
  * Errors: the C API returns NULL with errno; the C++ side throws
  * std::bad_alloc for a failed allocation (std::pmr convention) and
  * std::invalid_argument when an owner is created with invalid options
@@ -45,6 +54,7 @@
 #include <utility>
 
 #include "memres/memres.h"
+#include "memres/bits/tree.h"
 
 namespace memres {
 
@@ -451,18 +461,31 @@ class arena {
 public:
     using mark = mr_arena_mark;
 
-    arena() : a_(create(nullptr)), pmr_(a_) {}
-    explicit arena(const mr_arena_options &opts) : a_(create(&opts)), pmr_(a_) {}
+    arena() : a_(create(nullptr)), pmr_(a_) { watch(); }
+    explicit arena(const mr_arena_options &opts) : a_(create(&opts)), pmr_(a_) { watch(); }
     /* Default options over the given upstream (NULL: default resource). */
-    explicit arena(mr_resource *upstream) : a_(create_over(upstream, nullptr, 0)), pmr_(a_) {}
+    explicit arena(mr_resource *upstream) : a_(create_over(upstream, nullptr, 0)), pmr_(a_) { watch(); }
     /* The first block is buffer (not owned; the arena's header is carved from
      * it); more blocks from upstream.  With mr_null_resource() the arena never
      * touches the heap and throws std::bad_alloc when the buffer is full. */
     arena(void *buffer, std::size_t size, mr_resource *upstream = nullptr)
         : a_(create_over(upstream, buffer, size)), pmr_(a_)
     {
+        watch();
     }
-    ~arena() { mr_arena_destroy(a_); }
+    /* A child of parent (any node: name it, nullptr for the kind; or an
+     * owner), over the parent's upstream: it dies with the parent (see
+     * "Trees" above). */
+    arena(mr_node *parent, const char *name) : a_(create_under(parent, name)), pmr_(a_) { watch(); }
+    template <class Parent, class = decltype(std::declval<Parent &>().node())>
+    explicit arena(Parent &parent, const char *name = nullptr) : arena(parent.node(), name)
+    {
+    }
+    ~arena()
+    {
+        if (node_ != nullptr)
+            mr_arena_destroy(a_);
+    }
 
     arena(const arena &) = delete;
     arena &operator=(const arena &) = delete;
@@ -511,14 +534,29 @@ public:
     mr_arena *get() const noexcept { return a_; }
     mr_resource *resource() const noexcept { return pmr_.resource(); }
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
+    /* Its node in the tree; false once it died with its parent. */
+    mr_node *node() const noexcept { return mr_arena_node(a_); }
+    bool alive() const noexcept { return node_ != nullptr; }
 
 private:
+    void watch() noexcept
+    {
+        node_ = mr_arena_node(a_);
+        mri_node_watch(node_, &node_);
+    }
     static mr_arena *create(const mr_arena_options *opts)
     {
         mr_arena *a = mr_arena_create(opts);
         if (a == nullptr)
             detail::throw_create_error("memres: mr_arena_create: invalid options");
         return a;
+    }
+    static mr_arena *create_under(mr_node *parent, const char *name)
+    {
+        mr_arena_options o{};
+        o.parent = parent;
+        o.name = name;
+        return create(&o);
     }
     static mr_arena *create_over(mr_resource *upstream, void *buffer, std::size_t size)
     {
@@ -536,6 +574,7 @@ private:
 
     mr_arena *a_;
     arena_resource pmr_;
+    mr_node *node_ = nullptr; /* NULL once the arena died (mri_node_watch) */
 };
 
 /* ---------------------------------------------------------------------------
@@ -597,13 +636,30 @@ public:
                      const mr_objpool_options *opts = nullptr)
         : p_(create(object_size, align, opts)), pmr_(p_, align > alignof(void *) ? align : alignof(void *))
     {
+        node_ = mr_objpool_node(p_);
+        mri_node_watch(node_, &node_);
     }
     /* a thread-safe pool (mr_objpool_options.thread_safe) with default options */
     objpool(std::size_t object_size, std::size_t align, thread_safe_t)
         : objpool(object_size, align, &ts_options)
     {
     }
-    ~objpool() { mr_objpool_destroy(p_); }
+    /* A child of parent (any node: name it, nullptr for the kind; or an
+     * owner), named name: it dies with the parent (see "Trees" above). */
+    objpool(std::size_t object_size, std::size_t align, mr_node *parent, const char *name)
+        : objpool(object_size, align, child_options(parent, name))
+    {
+    }
+    template <class Parent, class = decltype(std::declval<Parent &>().node())>
+    objpool(std::size_t object_size, std::size_t align, Parent &parent, const char *name = nullptr)
+        : objpool(object_size, align, parent.node(), name)
+    {
+    }
+    ~objpool()
+    {
+        if (node_ != nullptr)
+            mr_objpool_destroy(p_);
+    }
     objpool(const objpool &) = delete;
     objpool &operator=(const objpool &) = delete;
 
@@ -628,9 +684,23 @@ public:
     /* mr_objpool_resource: allocations up to the object size only */
     mr_resource *resource() const noexcept { return pmr_.resource(); }
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
+    /* Its node in the tree; false once it died with its parent. */
+    mr_node *node() const noexcept { return mr_objpool_node(p_); }
+    bool alive() const noexcept { return node_ != nullptr; }
 
 private:
     static constexpr mr_objpool_options ts_options{nullptr, 0, true, nullptr, nullptr};
+    struct child_options_t {
+        mr_objpool_options o;
+        operator const mr_objpool_options *() const noexcept { return &o; }
+    };
+    static child_options_t child_options(mr_node *parent, const char *name) noexcept
+    {
+        child_options_t c{};
+        c.o.parent = parent;
+        c.o.name = name;
+        return c;
+    }
 
     static mr_objpool *create(std::size_t object_size, std::size_t align, const mr_objpool_options *opts)
     {
@@ -642,6 +712,7 @@ private:
 
     mr_objpool *p_;
     objpool_resource pmr_;
+    mr_node *node_ = nullptr; /* NULL once the pool died (mri_node_watch) */
 };
 /* ---------------------------------------------------------------------------
  * pools: owns an mr_pools (size classes).  pmr() is a pools_resource over
@@ -652,11 +723,23 @@ private:
  * alloc throws std::bad_alloc; the rest never throw. */
 class pools {
 public:
-    pools() : p_(create(nullptr)), pmr_(p_) {}
-    explicit pools(const mr_pools_options &opts) : p_(create(&opts)), pmr_(p_) {}
+    pools() : p_(create(nullptr)), pmr_(p_) { watch(); }
+    explicit pools(const mr_pools_options &opts) : p_(create(&opts)), pmr_(p_) { watch(); }
     /* a thread-safe pool (mr_pools_options.thread_safe) with default options */
-    explicit pools(thread_safe_t) : p_(create(&ts_options)), pmr_(p_) {}
-    ~pools() { mr_pools_destroy(p_); }
+    explicit pools(thread_safe_t) : p_(create(&ts_options)), pmr_(p_) { watch(); }
+    /* A child of parent (any node: name it, nullptr for the kind; or an
+     * owner), over the parent's upstream: it dies with the parent (see
+     * "Trees" above). */
+    pools(mr_node *parent, const char *name) : p_(create_under(parent, name)), pmr_(p_) { watch(); }
+    template <class Parent, class = decltype(std::declval<Parent &>().node())>
+    explicit pools(Parent &parent, const char *name = nullptr) : pools(parent.node(), name)
+    {
+    }
+    ~pools()
+    {
+        if (node_ != nullptr)
+            mr_pools_destroy(p_);
+    }
     pools(const pools &) = delete;
     pools &operator=(const pools &) = delete;
 
@@ -684,9 +767,24 @@ public:
     mr_pools *get() const noexcept { return p_; }
     mr_resource *resource() const noexcept { return pmr_.resource(); }
     std::pmr::memory_resource *pmr() noexcept { return &pmr_; }
+    /* Its node in the tree; false once it died with its parent. */
+    mr_node *node() const noexcept { return mr_pools_node(p_); }
+    bool alive() const noexcept { return node_ != nullptr; }
 
 private:
     static constexpr mr_pools_options ts_options{nullptr, 0, 0, true, nullptr, 0, nullptr, nullptr};
+    void watch() noexcept
+    {
+        node_ = mr_pools_node(p_);
+        mri_node_watch(node_, &node_);
+    }
+    static mr_pools *create_under(mr_node *parent, const char *name)
+    {
+        mr_pools_options o{};
+        o.parent = parent;
+        o.name = name;
+        return create(&o);
+    }
 
     static mr_pools *create(const mr_pools_options *opts)
     {
@@ -698,6 +796,7 @@ private:
 
     mr_pools *p_;
     pools_resource pmr_;
+    mr_node *node_ = nullptr; /* NULL once the pool died (mri_node_watch) */
 };
 } // namespace memres
 

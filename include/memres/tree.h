@@ -128,8 +128,8 @@ typedef struct mr_report_options {
  * spaces a level,
  *     NAME: KIND T total in B blocks; F free (C chunks); U used
  * where T is the bytes held from upstream (headers included), B the
- * upstream blocks held, U the bytes in use, F = T - U, C the free pieces
- * the allocator knows of at once (spare blocks, free objects); past
+ * upstream blocks held, U the bytes in use, F = T - U, C the pieces on
+ * the allocator's free lists (objects, blocks; none in an arena); past
  * max_children (or below max_depth) a line
  *     K more child contexts containing T total in B blocks; F free (C chunks); U used
  * sums the rest, and the last line is

@@ -795,6 +795,108 @@ static void failing_over_free(void)
     mr_failing_destroy(f);
 }
 
+/* ---- the tree of lifetimes ---- */
+
+static void unsafe(bool bad, const char *what)
+{
+    if (bad) {
+        printf("UNSAFE: %s\n", what);
+        fflush(stdout);
+    }
+}
+
+static mr_arena *child_of(mr_node *parent)
+{
+    return must(mr_arena_create(&(mr_arena_options){.parent = parent}), "child arena");
+}
+
+static void tree_dead_child_memory(void)
+{
+    mr_arena *root = must(mr_arena_create(NULL), "arena");
+    mr_arena *child = child_of(mr_arena_node(root));
+    unsigned char *p = must(mr_arena_alloc(child, 64), "alloc");
+    mr_arena_destroy(root); /* and child with it */
+    touch_write(p, 64);
+}
+
+static void tree_dead_handle_reset(void)
+{
+    mr_arena *root = must(mr_arena_create(NULL), "arena");
+    mr_arena *child = child_of(mr_arena_node(root));
+    mr_arena_destroy(child); /* kept by root: the header is memres's still */
+    mr_arena_reset(child);
+    unsafe(mr_node_first_child(mr_arena_node(root)) != NULL, "a dead child came back to life");
+    mr_arena *again = child_of(mr_arena_node(root));
+    unsafe(!mr_arena_check(again), "the reused child is corrupt");
+    mr_arena_destroy(root);
+}
+
+static void tree_dead_handle_destroy(void)
+{
+    mr_arena *root = must(mr_arena_create(NULL), "arena");
+    mr_arena *child = child_of(mr_arena_node(root));
+    mr_arena_destroy(child);
+    mr_arena_destroy(child); /* again */
+    mr_arena *a = child_of(mr_arena_node(root)), *b = child_of(mr_arena_node(root));
+    unsafe(a == b, "a child kept twice: two creates got the same arena");
+    mr_arena_destroy(root);
+}
+
+static void tree_set_parent_cycle(void)
+{
+    mr_arena *root = must(mr_arena_create(NULL), "arena");
+    mr_arena *child = child_of(mr_arena_node(root));
+    mr_arena *grandchild = child_of(mr_arena_node(child));
+    int rc = mr_node_set_parent(mr_arena_node(root), mr_arena_node(grandchild));
+    unsafe(rc != -1 || mr_node_parent(mr_arena_node(root)) != NULL, "a cycle was made");
+    mr_arena_destroy(root);
+}
+
+static mr_node *tree_unwinding;
+static void make_child_in_cleanup(void *arg)
+{
+    mr_arena *c = mr_arena_create(&(mr_arena_options){.parent = tree_unwinding});
+    unsafe(c != NULL, "a child was made under an arena whose cascade runs");
+    *(bool *)arg = true;
+}
+
+static void tree_child_during_cascade(void)
+{
+    mr_arena *root = must(mr_arena_create(NULL), "arena");
+    bool ran = false;
+    tree_unwinding = mr_arena_node(root);
+    (void)mr_arena_defer(root, make_child_in_cleanup, &ran);
+    mr_arena_destroy(root);
+    unsafe(!ran, "the cleanup did not run");
+}
+
+static mr_arena *tree_victim;
+static void destroy_in_cleanup(void *arg)
+{
+    (void)arg;
+    mr_arena_destroy(tree_victim);
+}
+
+static void tree_cleanup_destroys_parent(void)
+{
+    mr_arena *root = must(mr_arena_create(NULL), "arena");
+    mr_arena *child = child_of(mr_arena_node(root));
+    tree_victim = root;
+    (void)mr_arena_defer(child, destroy_in_cleanup, NULL);
+    mr_arena_reset(child); /* its cleanup destroys root, above it */
+    unsafe(mr_node_parent(mr_arena_node(child)) != mr_arena_node(root) || !mr_arena_check(root),
+           "the parent was destroyed under its child's cascade");
+    mr_arena_destroy(root);
+}
+
+static void tree_destroy_shared_node(void)
+{
+    mr_node_destroy(mr_blocks_node(mr_blocks_shared()));
+    void *b = mr_blocks_get(mr_blocks_shared());
+    unsafe(b == NULL, "the shared block pool stopped working");
+    mr_blocks_put(mr_blocks_shared(), b);
+}
+
 /* ---- the catalogue ---- */
 
 /* The headers' words, one line each (the runner finds their line). */
@@ -815,6 +917,10 @@ static void failing_over_free(void)
 #define TRACKING_EVERY {P_ALL, "adaptors.h", "EVERY build, release included -- that is what the adaptor is for."}
 #define TRACKING_LEAKS {P_ALL, "adaptors.h", "Reports every allocation still outstanding as a leak"}
 #define ADAPTOR_OVERFREE {P_DEBUG, "adaptors.h", "outstanding, is misuse: reported in debug builds (mr_set_violation_handler)"}
+#define TREE_DEBUG {P_DEBUG, "tree.h", "debug builds (MR_DEBUG >= 1) report each to the violation handler"}
+#define TREE_SAFE {P_SAFE, "tree.h", "create and set_parent calls fail with EINVAL; the others are ignored;"}
+#define TREE_ASAN {P_ASAN, "tree.h", "header was not reused; ASan builds report a use of a dead child's"}
+#define TREE_SHARED {P_DEBUG | P_SAFE, "tree.h", "mr_blocks_shared()'s node is never destroyed (ignored,"}
 #define NONE {0, NULL, NULL}
 
 static const struct mcase cases[] = {
@@ -918,6 +1024,21 @@ static const struct mcase cases[] = {
      {BLOCKS_DESTROY, NONE, NONE}},
     {"blocks_resource_foreign_free", blocks_resource_foreign_free,
      "resource deallocate of a large request it never passed through", {NONE, NONE, NONE}},
+
+    {"tree_dead_child_memory", tree_dead_child_memory, "write to a child arena's memory after its parent's destroy",
+     {TREE_ASAN, NONE, NONE}},
+    {"tree_dead_handle_reset", tree_dead_handle_reset, "mr_arena_reset of a child after its destroy",
+     {TREE_DEBUG, TREE_SAFE, NONE}},
+    {"tree_dead_handle_destroy", tree_dead_handle_destroy, "mr_arena_destroy of a child twice",
+     {TREE_DEBUG, TREE_SAFE, NONE}},
+    {"tree_set_parent_cycle", tree_set_parent_cycle, "mr_node_set_parent of a node under its grandchild",
+     {TREE_DEBUG, TREE_SAFE, NONE}},
+    {"tree_child_during_cascade", tree_child_during_cascade, "a cleanup makes a child of the arena being destroyed",
+     {TREE_DEBUG, TREE_SAFE, NONE}},
+    {"tree_cleanup_destroys_parent", tree_cleanup_destroys_parent,
+     "a cleanup destroys its arena's parent while the arena resets", {TREE_DEBUG, TREE_SAFE, NONE}},
+    {"tree_destroy_shared_node", tree_destroy_shared_node, "mr_node_destroy of mr_blocks_shared()'s node",
+     {TREE_SHARED, NONE, NONE}},
 
     {"deallocate_bad_alignment", deallocate_bad_alignment, "mr_deallocate with alignment 24", {NONE, NONE, NONE}},
     {"null_resource_foreign_free", null_resource_foreign_free, "mr_deallocate of a pointer to mr_null_resource()",
