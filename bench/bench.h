@@ -62,7 +62,7 @@ enum bench_kind {
 
 typedef struct bench_variant {
     const char *scenario;      /* "binary-trees", "list", "git-objects", "churn", "strings", "request",
-                                  "producer-consumer", ... */
+                                  "tree", "producer-consumer", ... */
     const char *name;          /* row label, e.g. "memres arena", "malloc", "apr pool" */
     enum bench_kind kind;
     bool threaded;             /* honours args->threads */
@@ -107,6 +107,7 @@ extern const bench_variant bench_git_objects[];
 extern const bench_variant bench_churn[];
 extern const bench_variant bench_strings[];
 extern const bench_variant bench_request[];
+extern const bench_variant bench_tree[];
 extern const bench_variant bench_lua[];
 extern const bench_variant bench_sqlite[];
 extern const bench_variant bench_producer_consumer[];

@@ -15,7 +15,7 @@
 
 static const bench_variant *const tables[] = {
     bench_binary_trees, bench_list, bench_git_objects, bench_churn, bench_strings, bench_request,
-    bench_lua, bench_sqlite, bench_producer_consumer,
+    bench_tree, bench_lua, bench_sqlite, bench_producer_consumer,
 };
 
 scenario scenarios[MAX_SCENARIOS];

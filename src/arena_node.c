@@ -3,14 +3,15 @@
  * src/tree.h): the children a parent keeps for reuse, the node's
  * operations; and the arena's stats and walker, which the reports use.
  *
- * Kept children.  A child arena that dies while its parent lives goes to
- * the parent's kept list with its header and the first blocks of its chain
- * (up to MR_TREE_KEEP_BYTES with the header), released otherwise: no
- * dedicated block, no cleanup, growth restarting after the last kept
- * block.  mr_arena_create under that parent with the same options takes it
- * back (reuse): a new id, fresh counts, no upstream call.  Only
- * an arena made with its parent's upstream and no buffer is kept: that
- * upstream outlives the parent, and so the kept list.
+ * Kept children.  A child arena that dies goes, with its header and the
+ * first blocks of its chain (up to MR_TREE_KEEP_BYTES with the header; the
+ * rest is released), to the kept list of its keeper (keeper_of: the parent,
+ * or an ancestor of the same thread over the same upstream): no dedicated
+ * block, no cleanup, growth restarting after the last kept block.
+ * mr_arena_create under any node of that keeper with the same options takes
+ * it back (reuse): a new id, fresh counts, no upstream call.  Only an arena
+ * made with its parent's upstream and no buffer is kept: that upstream
+ * outlives the keeper, and so the kept list.
  */
 #include <string.h>
 
@@ -18,21 +19,45 @@
 
 /* ---- kept children ---- */
 
-/* Was k made with the options o asks for? */
-static inline bool made_as(const mr_arena *k, const mr_arena_options *o)
+/* How far up a dead child may go to be kept. */
+#define KEEPER_DEPTH 8
+
+/* Who keeps the dead children made under p over the upstream up (p's own):
+ * the highest of p's ancestors, at most KEEPER_DEPTH up, reached through
+ * ancestors of this thread (no tree lock) over the same upstream and not
+ * dying -- so that the children of every connection of a server go to the
+ * server, and the next request of any connection takes the arena the last
+ * one left, warm.  The keeper's upstream is up, which outlives the keeper
+ * and so its kept list.  A shared p (with a tree lock) keeps its own. */
+static inline mr_node *keeper_of(mr_node *p, const mr_resource *up)
+{
+    mr_node *k = p;
+    if (p->lock == NULL)
+        for (int i = 0; i < KEEPER_DEPTH; i++) {
+            mr_node *q = k->parent;
+            if (q == NULL || q->upstream != up || q->lock != NULL ||
+                (q->state & ~MRI_NODE_UNWINDING) != MRI_NODE_LIVE)
+                break;
+            k = q;
+        }
+    return k;
+}
+
+/* Was k made with the options o asks for, over up? */
+static inline bool made_as(const mr_arena *k, const mr_arena_options *o, const mr_resource *up)
 {
     const struct made *m = &k->made;
-    return m->upstream == o->upstream && m->block_size == o->block_size && m->max_block_size == o->max_block_size &&
+    return k->upstream == up && m->block_size == o->block_size && m->max_block_size == o->max_block_size &&
            m->limit == o->limit && m->huge_pages == o->huge_pages;
 }
 
-/* An arena the parent p kept, made with the options o (no buffer), as a
- * fresh child of p; NULL when it keeps none. */
-/* k, taken from its parent p's kept list (p's lock held), as a fresh
- * child of p: its blocks as if just taken, fresh counts, a new id. */
-static inline __attribute__((always_inline)) mr_arena *revive(mr_arena *k, mr_node *p, const char *name)
+/* k, just taken from its keeper's list (the keeper's lock held, if any),
+ * as a fresh child of p: its blocks as if just taken, fresh counts, a new
+ * id. */
+static inline __attribute__((always_inline)) mr_arena *revive(mr_arena *k, mr_node *keeper, mr_node *p,
+                                                              const char *name)
 {
-    p->nkept--;
+    keeper->nkept--;
     mri_node_revive(&k->node, name);
     mri_node_link_locked(&k->node, p);
     k->ledger.peak_held = k->ledger.held;
@@ -43,20 +68,22 @@ static inline __attribute__((always_inline)) mr_arena *revive(mr_arena *k, mr_no
     return k;
 }
 
-/* A child p kept, made with the options o, revived; NULL when none. */
-static MR_NOINLINE mr_arena *reuse(mr_node *p, const mr_arena_options *o)
+/* An arena the keeper of p kept, made with the options o over up, revived
+ * as a child of p; NULL when it keeps none. */
+static MR_NOINLINE mr_arena *reuse(mr_node *p, const mr_arena_options *o, const mr_resource *up)
 {
+    mr_node *keeper = keeper_of(p, up); /* p itself when p has a lock */
     mr_arena *a = NULL;
-    mri_node_lock(p);
-    for (mr_node **link = &p->kept; *link != NULL; link = &(*link)->older) {
+    mri_node_lock(keeper);
+    for (mr_node **link = &keeper->kept; *link != NULL; link = &(*link)->older) {
         mr_arena *k = mri_container_of(*link, mr_arena, node);
-        if (made_as(k, o)) {
+        if (made_as(k, o, up)) {
             *link = k->node.older;
-            a = revive(k, p, o->name);
+            a = revive(k, keeper, p, o->name);
             break;
         }
     }
-    mri_node_unlock(p);
+    mri_node_unlock(keeper);
     if (a != NULL)
         MRI_WALK_NOW(a, mri_arena_walk);
     return a;
@@ -66,13 +93,17 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
 {
     mr_node *p;
     if (opts != NULL && (p = opts->parent) != NULL && opts->buffer == NULL && p->state == MRI_NODE_LIVE) {
-        mr_node *k = p->kept;
-        if (MR_LIKELY(p->lock == NULL && k != NULL && made_as(mri_container_of(k, mr_arena, node), opts) &&
-                      MR_DEBUG < 3)) { /* the per-request child: the newest one kept */
-            p->kept = k->older;
-            return revive(mri_container_of(k, mr_arena, node), p, opts->name);
+        const mr_resource *up = opts->upstream != NULL ? opts->upstream : p->upstream;
+        if (p->lock == NULL) { /* the per-request child: the newest one kept, warm */
+            mr_node *keeper = keeper_of(p, up), *k = keeper->kept;
+            if (MR_LIKELY(k != NULL && made_as(mri_container_of(k, mr_arena, node), opts, up) && MR_DEBUG < 3)) {
+                keeper->kept = k->older;
+                return revive(mri_container_of(k, mr_arena, node), keeper, p, opts->name);
+            }
+            if (k == NULL)
+                return mri_arena_create_new(opts);
         }
-        mr_arena *a = k != NULL || p->lock != NULL ? reuse(p, opts) : NULL;
+        mr_arena *a = reuse(p, opts, up);
         if (a != NULL)
             return a;
     }
@@ -100,7 +131,7 @@ static MR_NOINLINE void trim(mr_arena *a)
         a->next_size = a->block_size;
 }
 
-/* Rewinds a for its parent to keep: no cleanup, no child, every block
+/* Rewinds a for its keeper to keep: no cleanup, no child, every block
  * spare, the bump pointers at the first block; at most MR_TREE_KEEP_BYTES
  * held, header included (the first blocks of the chain). */
 static void keep(mr_arena *a)
@@ -123,24 +154,28 @@ static void keep(mr_arena *a)
     restart(a); /* (cleanup_seq goes on counting: the numbers are relative) */
 }
 
-/* node_ops.free: the children and cleanups are gone.  Kept by the parent
- * when made with no buffer and the parent's own upstream (which outlives
- * the parent's kept list), the parent not dying or full. */
+/* node_ops.free: the children and cleanups are gone.  Kept (keeper_of)
+ * when made with no buffer over its parent's upstream, the keeper not
+ * dying and with room. */
 void mri_arena_node_free(mr_node *n)
 {
     mr_arena *a = mri_container_of(n, mr_arena, node);
     if (n->kept != NULL)
         mri_node_drop_kept(n);
-    const mr_node *p = n->parent;
-    const bool keepable = p != NULL && a->buffer == NULL && (p->state & MRI_NODE_DOOMED) == 0 &&
-                          p->nkept < MR_TREE_KEEP_CHILDREN && a->upstream == p->upstream;
-    if (keepable)
+    mr_node *p = n->parent, *keeper = NULL;
+    if (p != NULL && a->buffer == NULL && a->upstream == p->upstream) {
+        keeper = keeper_of(p, a->upstream); /* (a dying parent's children may go above it) */
+        if ((keeper->state & MRI_NODE_DOOMED) != 0 ||
+            (keeper->lock == NULL && keeper->nkept >= MR_TREE_KEEP_CHILDREN))
+            keeper = NULL; /* (a shared keeper's count is read under its lock) */
+    }
+    if (keeper != NULL)
         keep(a);
     else
         mri_arena_free_blocks(a);
-    if (mri_node_leave(n, keepable)) /* decided under the parent's lock */
+    if (mri_node_leave(n, keeper)) /* decided under the parent's lock */
         return;
-    if (keepable)
+    if (keeper != NULL)
         mri_arena_free_blocks(a);
     mri_arena_free_header(a);
 }
@@ -151,19 +186,21 @@ MR_API void mr_arena_destroy(mr_arena *a)
         return;
     mr_node *n = &a->node, *p = n->parent;
     /* The per-request child: nothing to unwind, nothing but its chain to
-     * keep, a parent of this thread with room.  (Its parent is not dying:
-     * no cleanup runs on this thread, and only a cleanup runs user code in
-     * a cascade.) */
+     * keep, a parent of this thread.  (Its parent is not dying: no cleanup
+     * runs on this thread, and only a cleanup runs user code in a
+     * cascade.) */
     if (MR_LIKELY(p != NULL && n->child == NULL && a->hot.cleanups == NULL && n->kept == NULL && a->hot.big == NULL &&
-                  n->state == MRI_NODE_LIVE && mri_node_frames == NULL && p->lock == NULL &&
-                  p->nkept < MR_TREE_KEEP_CHILDREN && a->buffer == NULL && a->upstream == p->upstream &&
-                  a->ledger.held <= MR_TREE_KEEP_BYTES && !MRI_TRACKING && MR_DEBUG < 3)) {
-        restart(a);
-        n->state = MRI_NODE_DEAD;
-        if (n->watch != NULL)
-            *n->watch = NULL;
-        mri_node_leave_locked(n, p, true);
-        return;
+                  n->state == MRI_NODE_LIVE && mri_node_frames == NULL && p->lock == NULL && a->buffer == NULL &&
+                  a->upstream == p->upstream && a->ledger.held <= MR_TREE_KEEP_BYTES && !MRI_TRACKING &&
+                  MR_DEBUG < 3)) {
+        mr_node *keeper = keeper_of(p, a->upstream);
+        if (MR_LIKELY(keeper->nkept < MR_TREE_KEEP_CHILDREN)) {
+            restart(a);
+            mri_node_die(n);
+            mri_node_unlink_locked(n);
+            mri_node_keep(n, keeper);
+            return;
+        }
     }
     if (!mri_node_enter(n, "mr_arena_destroy"))
         return;

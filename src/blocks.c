@@ -443,7 +443,7 @@ static void node_free(mr_node *n)
         release_block_locked(b, p);
     unlock(b);
     (void)pthread_mutex_destroy(&b->lock);
-    (void)mri_node_leave(n, false);
+    (void)mri_node_leave(n, NULL);
     mri_lock_fini(&b->tree_lock);
     mr_resource *up = b->upstream;
     mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));

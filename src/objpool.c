@@ -273,7 +273,7 @@ static void node_free(mr_node *n)
         mri_tc_fini(p->tc); /* the caches too, and no thread finds them again */
     else
         release(p);
-    (void)mri_node_leave(n, false);
+    (void)mri_node_leave(n, NULL);
     if (n->lock != NULL)
         mri_lock_fini(n->lock);
     mri_ledger ledger = p->ledger; /* the header goes: count on a copy */

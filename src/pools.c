@@ -478,7 +478,7 @@ void mri_pools_node_free(mr_node *n)
     } else {
         release(p);
     }
-    (void)mri_node_leave(n, false);
+    (void)mri_node_leave(n, NULL);
     if (n->lock != NULL)
         mri_lock_fini(n->lock);
     mri_ledger ledger = p->ledger; /* the header goes: count on a copy */

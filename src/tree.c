@@ -144,8 +144,8 @@ size_t mri_node_drop_kept(mr_node *p)
     mr_node *k = p->kept;
     p->kept = NULL;
     p->nkept = 0;
-    mri_node_unlock(p);
     size_t bytes = 0;
+    mri_node_unlock(p);
     while (k != NULL) {
         mr_node *next = k->older;
         size_t b, blocks;
@@ -201,6 +201,8 @@ MR_API int mr_node_set_parent(mr_node *n, mr_node *parent)
     }
     if (parent != NULL)
         mri_node_link(n, parent);
+    else
+        n->parent = n->older = n->newer = NULL; /* a root */
     return 0;
 }
 

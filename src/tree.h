@@ -130,14 +130,22 @@ static inline void mri_node_init(mr_node *n, const struct mri_node_ops *ops, con
     atomic_init(&n->stamp, 0);
 }
 
-/* A node its parent kept (DEAD, no child, nothing kept, its kind's fields
- * as they were) made live again as a fresh root. */
+/* A node its parent kept (DEAD, no child, nothing kept, no watch, its
+ * kind's fields as they were) made live again, to be linked at once. */
 static inline void mri_node_revive(mr_node *n, const char *name)
 {
     n->name = name;
-    n->older = NULL;
-    n->watch = NULL;
     n->state = MRI_NODE_LIVE;
+}
+
+/* A node dies: its watch learns it (mri_node_watch). */
+static inline void mri_node_die(mr_node *n)
+{
+    n->state = MRI_NODE_DEAD;
+    if (MR_UNLIKELY(n->watch != NULL)) {
+        *n->watch = NULL;
+        n->watch = NULL;
+    }
 }
 
 /* May a child be created under (or moved under) p?  true, or false with
@@ -170,7 +178,9 @@ static inline void mri_node_link(mr_node *n, mr_node *p)
     mri_node_unlock(p);
 }
 
-/* Unlinks n from its parent, the caller holding the parent's tree lock. */
+/* Unlinks n from its parent, the caller holding the parent's tree lock;
+ * n's own links are left as they were (a dead node's do not matter, a new
+ * root's are cleared by mr_node_set_parent). */
 static inline void mri_node_unlink_locked(mr_node *n)
 {
     if (n->newer != NULL)
@@ -179,7 +189,6 @@ static inline void mri_node_unlink_locked(mr_node *n)
         n->parent->child = n->older;
     if (n->older != NULL)
         n->older->newer = n->newer;
-    n->parent = n->older = n->newer = NULL;
 }
 
 /* Before destroy, reset, release or rewind of n (by `who`): false, with the
@@ -208,36 +217,36 @@ void mri_node_move_children(mr_node *into, mr_node *from, size_t offset);
  * n->ops->free. */
 void mri_node_destroy_checked(mr_node *n);
 
-/* For ops->free: unlinks n from its parent and marks it DEAD.  keep (the
- * allocator can be reused): the parent keeps n when it is not doomed and
- * has room -- true, n is on its kept list and must not be freed.  Takes the
- * parent's tree lock. */
-static inline __attribute__((always_inline)) void mri_node_leave_locked(mr_node *n, mr_node *p, bool keep)
+/* For ops->free: unlinks n from its parent and marks it DEAD.  keeper (not
+ * NULL: the allocator can be reused) is the parent, or an ancestor of one
+ * thread's parent: it keeps n when it is not doomed and has room -- true,
+ * n is on its kept list and must not be freed.  Takes the parent's tree
+ * lock. */
+static inline __attribute__((always_inline)) void mri_node_keep(mr_node *n, mr_node *keeper)
 {
-    mri_node_unlink_locked(n);
-    if (keep) {
-        n->older = p->kept;
-        p->kept = n;
-        p->nkept++;
-    }
+    n->older = keeper->kept;
+    keeper->kept = n;
+    keeper->nkept++;
 }
 
-static inline bool mri_node_leave(mr_node *n, bool keep)
+static inline bool mri_node_leave(mr_node *n, mr_node *keeper)
 {
     mr_node *p = n->parent;
-    n->state = MRI_NODE_DEAD;
-    if (n->watch != NULL)
-        *n->watch = NULL;
+    mri_node_die(n);
     if (p == NULL)
         return false;
     if (p->lock == NULL) { /* one thread's: as the caller checked */
-        mri_node_leave_locked(n, p, keep);
-        return keep;
+        mri_node_unlink_locked(n);
+        if (keeper != NULL)
+            mri_node_keep(n, keeper);
+        return keeper != NULL;
     }
-    mri_lock_take(p->lock);
+    mri_lock_take(p->lock); /* keeper is p */
     /* the caller's checks, again under the lock: another thread may keep too */
-    keep = keep && (p->state & MRI_NODE_DOOMED) == 0 && p->nkept < MR_TREE_KEEP_CHILDREN;
-    mri_node_leave_locked(n, p, keep);
+    bool keep = keeper != NULL && (p->state & MRI_NODE_DOOMED) == 0 && p->nkept < MR_TREE_KEEP_CHILDREN;
+    mri_node_unlink_locked(n);
+    if (keep)
+        mri_node_keep(n, p);
     mri_lock_give(p->lock);
     return keep;
 }

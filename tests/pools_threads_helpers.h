@@ -163,7 +163,7 @@ static inline void tp_destroy(tpool *t)
     t->o = NULL;
 }
 
-static const char *tp_name(const tpool *t) { return t->p != NULL ? "pools" : "objpool"; }
+static inline const char *tp_name(const tpool *t) { return t->p != NULL ? "pools" : "objpool"; }
 
 /* A random request: pools get 1..2000 bytes, one in 256 a direct block
  * above 64 KiB, one in four an alignment of 32..256; an object pool gets

@@ -33,11 +33,16 @@
  *     parent as it was.  A child's header and blocks come from its own
  *     upstream -- with `upstream` NULL, the parent's upstream -- never from
  *     the parent's allocations.
- *   - Cheap children: an arena created under a parent with no buffer is,
- *     when it dies while its parent lives, kept by the parent for the next
- *     child created with the same options (its header and its first blocks,
- *     up to MR_TREE_KEEP_BYTES; at most MR_TREE_KEEP_CHILDREN per parent):
- *     the per-request child costs no upstream call once warm.  The parent's
+ *   - Cheap children: an arena made under a parent with no buffer and the
+ *     parent's upstream is, when it dies, kept for the next child made
+ *     with the same options (its header and its first blocks, up to
+ *     MR_TREE_KEEP_BYTES; at most MR_TREE_KEEP_CHILDREN a keeper): the
+ *     per-request child costs no upstream call once warm.  The keeper is
+ *     the highest ancestor, at most 8 levels up, reached through ancestors
+ *     over the same upstream that have no tree lock and are not dying --
+ *     a server's arena keeps the dead requests of all its connections, so
+ *     the next request of any connection takes the arena the last one
+ *     left -- or the parent itself when it is thread-safe.  The keeper's
  *     release and destroy give the kept children back upstream; its stats
  *     in mr_node_stats and the reports include them (as free).
  *   - Threads: a node that is not thread-safe and its subtree are used by
@@ -99,7 +104,8 @@ MR_API const char *mr_node_kind(const mr_node *n);
 
 /* Moves n and its subtree under parent (NULL: n becomes a root); no memory
  * moves, and n's upstream stays what it was.  Under an arena, n then counts
- * as created now (a rewind to a mark saved before this call destroys it).
+ * as created now (a rewind to a mark saved before this call destroys it);
+ * a node already under parent stays as it is.
  * 0, or -1 with errno = EINVAL and nothing changed: parent is n or below n,
  * n or parent is dead or its cascade is running, or n is
  * mr_blocks_shared()'s node. */
