@@ -96,7 +96,8 @@ typedef struct row {
     char *note;        /* bench_note of the last run; NULL: none */
     /* summaries */
     double med, min, max, med_user, med_sys, med_rss, med_flt, med_instr;
-    double x_glibc, x_peer; /* NAN: none */
+    double x_glibc, x_peer; /* medians of the per-round ratios; NAN: none */
+    double x_peer_lo, x_peer_hi; /* their spread: the lowest and highest round */
 } row;
 
 typedef struct plan {
@@ -114,9 +115,13 @@ int child_main(const options *o);
 /* The parent's setup: finds this program (to exec it for every run; dies
  * when it cannot), whether stderr is a tty, SIGPIPE ignored. */
 void run_init(void);
-/* The warm-up and timed runs of row number index (of nrows) and their
- * summary; r->failed with r->why when a run failed. */
-void run_row(const options *o, row *r, int index, int nrows);
+/* Run k of row number index (of nrows): a warm-up when k < o->warmup, else
+ * timed run k - warmup; false (r->failed, r->why) when it failed or had. */
+bool run_row_once(const options *o, row *r, int index, int nrows, int k);
+/* The median of v[0..n) (NAN when n is 0). */
+double median_of(const double *v, int n);
+/* After the last run: the row's summary, and its line of progress. */
+void run_row_done(row *r, int index, int nrows);
 /* A user-space instruction counter for this process and its children, or
  * -1 with errno. */
 int perf_open(void);

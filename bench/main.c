@@ -9,10 +9,13 @@
  * LD_PRELOAD of their Debian .so); every other kind runs once, with glibc.
  * No in-process warm-up: each run is a cold process, as a program meets its
  * allocator (first-touch page faults included).  --warmup N discarded runs
- * per row go first (default 1 when --runs >= 3; 0 in --quick).  Rows show
- * the median of the runs with min and max, and the ratio of the median to the
- * glibc row of the scenario's first malloc variant and to the best peer (the
- * fastest malloc, peer-library or external row).
+ * per row go first (default 1 when --runs >= 3; 0 in --quick).  The rows
+ * of a scenario run in rounds, each round every row once in turn, so that a
+ * host whose speed drifts biases no row.  Rows show the median of the runs
+ * with min and max, and the ratio to the glibc row of the scenario's first
+ * malloc variant and to the best peer (the fastest malloc, peer-library or
+ * external row), each the median of the per-round ratios, with the spread
+ * of the ratio to the best peer (its lowest and highest round).
  *
  * The check.  Every row's output text and checksum must equal those of the
  * scenario's first row, and every run of a row those of its first run; a
@@ -308,7 +311,7 @@ static void plan_add_row(plan *p, const options *o, const bench_variant *v, int 
     r->rss_kib = xcalloc((size_t)o->runs, sizeof(double));
     r->minflt = xcalloc((size_t)o->runs, sizeof(double));
     r->instr = xcalloc((size_t)o->runs, sizeof(double));
-    r->x_glibc = r->x_peer = NAN;
+    r->x_glibc = r->x_peer = r->x_peer_lo = r->x_peer_hi = NAN;
 }
 
 /* The rows of variant v: one per malloc found and selected for a
@@ -383,8 +386,30 @@ static int check_outputs(row *rows, int nrows, FILE *err)
     return errors;
 }
 
-/* Each row's median over the glibc row's and over the best peer's, taken
- * only from rows that ran and agree. */
+/* The median of r's per-round ratios to ref (round k: both rows' run k),
+ * with the lowest and highest round in *lo, *hi. */
+static double round_ratio(const row *r, const row *ref, double *lo, double *hi)
+{
+    int n = r->nruns < ref->nruns ? r->nruns : ref->nruns;
+    double *x = xcalloc(n > 0 ? (size_t)n : 1, sizeof *x);
+    int m = 0;
+    for (int k = 0; k < n; k++)
+        if (ref->wall[k] > 0)
+            x[m++] = r->wall[k] / ref->wall[k];
+    double med = median_of(x, m);
+    *lo = *hi = m > 0 ? x[0] : NAN;
+    for (int k = 1; k < m; k++) {
+        *lo = x[k] < *lo ? x[k] : *lo;
+        *hi = x[k] > *hi ? x[k] : *hi;
+    }
+    free(x);
+    return med;
+}
+
+/* Each row's time over the glibc row's and over the best peer's (the
+ * fastest median of the malloc, peer and external rows), as the median of
+ * the ratios round by round, taken only from rows that ran and agree: a
+ * host whose speed drifts during the run moves both runs of a round alike. */
 static void set_ratios(row *rows, int nrows)
 {
     const row *glibc = NULL, *best = NULL;
@@ -400,15 +425,18 @@ static void set_ratios(row *rows, int nrows)
     }
     for (int i = 0; i < nrows; i++) {
         row *r = &rows[i];
+        double lo, hi;
         if (r->failed)
             continue;
-        r->x_glibc = glibc && glibc->med > 0 ? r->med / glibc->med : NAN;
-        r->x_peer = best && best->med > 0 ? r->med / best->med : NAN;
+        r->x_glibc = glibc ? round_ratio(r, glibc, &lo, &hi) : NAN;
+        r->x_peer = best ? round_ratio(r, best, &r->x_peer_lo, &r->x_peer_hi) : NAN;
     }
 }
 
 /* Runs the plan scenario by scenario, printing each scenario's table when
- * its rows are done.  Returns the errors. */
+ * its rows are done.  The rows of a scenario run in rounds: the warm-ups,
+ * then round k runs every row's run k in turn, so that each ratio compares
+ * runs made at the same time.  Returns the errors. */
 static int plan_run(plan *p, const options *o)
 {
     int errors = 0;
@@ -423,8 +451,11 @@ static int plan_run(plan *p, const options *o)
                 count++;
             }
         row *rows = count > 0 ? &p->rows[first] : p->rows;
+        for (int k = 0; k < o->warmup + o->runs; k++)
+            for (int i = 0; i < count; i++)
+                (void)run_row_once(o, &rows[i], first + i, p->nrows, k);
         for (int i = 0; i < count; i++)
-            run_row(o, &rows[i], first + i, p->nrows);
+            run_row_done(&rows[i], first + i, p->nrows);
         progress_end();
         if (count > 0) {
             errors += check_outputs(rows, count, stderr);

@@ -101,8 +101,10 @@ void print_header(FILE *f, const options *o, const machine *m)
         fprintf(f, " %s%s", mallocs[i].name, mallocs[i].path[0] ? "" : " (missing)");
     fputc('\n', f);
     fprintf(f, "method:    each run a fresh process; wall time inside it around the workload;\n"
-               "           user/sys/RSS/faults of the whole process; %d run%s per row after %d discarded;\n"
-               "           median [min, max]; instructions: %s\n",
+               "           user/sys/RSS/faults of the whole process; %d run%s per row after %d discarded,\n"
+               "           in rounds (each round runs every row of a scenario once, in turn);\n"
+               "           median [min, max]; xglibc, xpeer: medians of the per-round ratios,\n"
+               "           xpeer range: the lowest and highest round; instructions: %s\n",
             o->runs, o->runs == 1 ? "" : "s", o->warmup, m->perf);
     fprintf(f, "args:      depth %d, threads %d%s\n", o->args.depth, o->args.threads,
             o->args.quick ? ", --quick (small sizes)" : "");
@@ -181,20 +183,24 @@ static char row_mark(const row *r)
 /* One row; w: the width of the variant column. */
 static void print_row(FILE *f, const row *r, int w)
 {
-    char lab[64], b[12][32];
+    char lab[64], b[13][32];
     snprintf(lab, sizeof lab, "%s", r->v->name);
     if (r->failed) {
         fprintf(f, "%c %-*s %-8s %3d FAILED: %s\n", row_mark(r), w, lab, mallocs[r->malloc_idx].name, r->threads,
                 r->why);
         return;
     }
-    fprintf(f, "%c %-*s %-8s %3d %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s%s\n", row_mark(r), w, lab,
+    if (isnan(r->x_peer_lo))
+        snprintf(b[12], 32, "-");
+    else
+        snprintf(b[12], 32, "%.2f-%.2f", r->x_peer_lo, r->x_peer_hi);
+    fprintf(f, "%c %-*s %-8s %3d %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s %11s%s\n", row_mark(r), w, lab,
             mallocs[r->malloc_idx].name, r->threads, fmt_time(b[0], 32, r->med), fmt_time(b[1], 32, r->min),
             fmt_time(b[2], 32, r->max), fmt_time(b[3], 32, r->med_user), fmt_time(b[4], 32, r->med_sys),
             fmt_bytes(b[5], 32, r->med_rss * 1024), fmt_count(b[6], 32, r->med_flt),
             fmt_count(b[7], 32, r->med_instr), fmt_bytes(b[8], 32, (double)r->upstream),
             fmt_bytes(b[9], 32, (double)r->requested), fmt_ratio(b[10], 32, r->x_glibc),
-            fmt_ratio(b[11], 32, r->x_peer), r->mismatch ? "  OUTPUT MISMATCH" : "");
+            fmt_ratio(b[11], 32, r->x_peer), b[12], r->mismatch ? "  OUTPUT MISMATCH" : "");
 }
 
 /* The notes of the rows (bench_note: per-run measurements beside the
@@ -259,9 +265,9 @@ void print_scenario(FILE *f, const options *o, int si, row *rows, int nrows, cha
         if (len > (size_t)w)
             w = len < 63 ? (int)len : 63;
     }
-    fprintf(f, "  %-*s %-8s %3s %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s\n", w, "variant", "malloc", "thr",
-            "median", "min", "max", "user", "sys", "peakRSS", "minflt", "instr", "held", "req", "xglibc",
-            "xpeer");
+    fprintf(f, "  %-*s %-8s %3s %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s %7s %7s %11s\n", w, "variant", "malloc",
+            "thr", "median", "min", "max", "user", "sys", "peakRSS", "minflt", "instr", "held", "req", "xglibc",
+            "xpeer", "xpeer range");
     for (int i = 0; i < nrows; i++)
         print_row(f, &rows[i], w);
     for (int i = 0; i < nskipped; i++)
@@ -395,6 +401,8 @@ static void json_row(FILE *f, const row *r, bool last)
             r->upstream, r->requested, r->checksum);
     json_num(f, r->x_glibc);
     json_field(f, ", \"x_best_peer\": ", r->x_peer);
+    json_field(f, ", \"x_best_peer_min\": ", r->x_peer_lo);
+    json_field(f, ", \"x_best_peer_max\": ", r->x_peer_hi);
     fputs(", \"output\": ", f);
     json_str(f, r->text ? r->text : "");
     if (r->note) {

@@ -19,8 +19,10 @@
  *                 program start included, a few hundred faults and ~2 MiB);
  *   output text, checksum, upstream and requested bytes  from the workload.
  * A child that outlives --timeout dies of SIGALRM (alarm in the child).
- * A row is its --warmup discarded runs and its --runs timed runs; every run
- * must print what the first printed; the row keeps the median [min, max].
+ * A row is its --warmup discarded runs and its --runs timed runs (main.c
+ * interleaves the rows of a scenario: round k runs every row once); every
+ * run must print what the first printed; the row keeps the median [min,
+ * max] and run k's figures at index k.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -455,7 +457,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median_of(const double *v, int n)
+double median_of(const double *v, int n)
 {
     if (n <= 0)
         return NAN;
@@ -511,23 +513,30 @@ static void record(row *r, int k, bool warm, const run_msg *msg, const struct ru
     r->instr[j] = msg->instructions >= 0 ? (double)msg->instructions : -1;
 }
 
-void run_row(const options *o, row *r, int index, int nrows)
+/* Run k of row r (a warm-up when k < o->warmup); false when it failed
+ * (r->failed, r->why). */
+bool run_row_once(const options *o, row *r, int index, int nrows, int k)
 {
     static run_msg msg;
-    const char *mname = mallocs[r->malloc_idx].name;
-    int total = o->warmup + o->runs;
-    for (int k = 0; k < total && !r->failed; k++) {
-        bool warm = k < o->warmup;
-        if (progress_tty) /* a log gets one line per row, below */
-            progress("[%d/%d] %s: %s (%s) %s %d/%d", index + 1, nrows, r->v->scenario, r->v->name, mname,
-                     warm ? "warm-up" : "run", warm ? k + 1 : k - o->warmup + 1, warm ? o->warmup : o->runs);
-        struct rusage ru;
-        if (run_child(o, r, &msg, &ru) != 0) {
-            r->failed = true;
-            break;
-        }
-        record(r, k, warm, &msg, &ru);
+    if (r->failed)
+        return false;
+    bool warm = k < o->warmup;
+    if (progress_tty) /* a log gets one line per row, at its end */
+        progress("[%d/%d] %s: %s (%s) %s %d/%d", index + 1, nrows, r->v->scenario, r->v->name,
+                 mallocs[r->malloc_idx].name, warm ? "warm-up" : "round", warm ? k + 1 : k - o->warmup + 1,
+                 warm ? o->warmup : o->runs);
+    struct rusage ru;
+    if (run_child(o, r, &msg, &ru) != 0) {
+        r->failed = true;
+        return false;
     }
+    record(r, k, warm, &msg, &ru);
+    return true;
+}
+
+void run_row_done(row *r, int index, int nrows)
+{
+    const char *mname = mallocs[r->malloc_idx].name;
     summarize(r);
     if (r->failed) {
         progress_end();
