@@ -114,23 +114,30 @@ struct mri_chunk *mri_chunk_new(struct mri_chunks *c, size_t bytes, size_t block
     struct mri_chunk *r = rec_take(c, &fresh);
     if (r == NULL)
         return NULL;
-    void *base = mri_chunks_up_allocate(c, bytes, align);
-    if (base == NULL) {
+    const size_t pad = mri_chunk_pad(c->upstream, align);
+    if (MR_UNLIKELY(bytes > SIZE_MAX - pad)) {
+        rec_untake(c, r, fresh);
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *raw = mri_chunks_up_allocate(c, bytes + pad, pad != 0 ? MRI_MAX_ALIGN : align);
+    if (raw == NULL) {
         int err = errno;
         rec_untake(c, r, fresh);
         errno = err;
         return NULL;
     }
-    MR_ASSERT_INTERNAL((uintptr_t)base % align == 0);
-    mri_track_poison(base, bytes);
-    *r = (struct mri_chunk){NULL, (uintptr_t)base, bytes, blocks, NULL};
+    const uintptr_t base = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
+    MR_ASSERT_INTERNAL(base - (uintptr_t)raw <= pad);
+    mri_track_poison((void *)base, bytes);
+    *r = (struct mri_chunk){NULL, base, bytes, blocks, NULL, (uint32_t)pad, (uint32_t)(base - (uintptr_t)raw)};
     return r;
 }
 
 void mri_chunk_free(struct mri_chunks *c, struct mri_chunk *r, size_t align)
 {
     mri_track_unpoison((void *)r->base, r->bytes);
-    mri_chunks_up_deallocate(c, (void *)r->base, r->bytes, align);
+    mri_chunks_up_deallocate(c, (void *)(r->base - r->off), r->bytes + r->pad, r->pad != 0 ? MRI_MAX_ALIGN : align);
     r->next = c->spare;
     c->spare = r;
 }

@@ -119,7 +119,7 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
         CHECK(r->base % align == 0 && r->bytes % 64 == 0, "class %zu (%zu B): chunk %p of %zu bytes misaligned", i, s,
               (void *)r->base, r->bytes);
         capacity += r->blocks;
-        *chunk_bytes += r->bytes;
+        *chunk_bytes += r->bytes + r->pad;
         if (seen_current)
             kept += r->blocks;
         if (r == c->current) {

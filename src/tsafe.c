@@ -775,7 +775,7 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
               "class %zu (%zu B): chunk %p: %zu blocks in %zu bytes", i, s, (void *)r->base, r->blocks, r->bytes);
         chunks[k].lo = r->base;
         chunks[k++].hi = r->base + r->blocks * s;
-        *held += r->bytes;
+        *held += r->bytes + r->pad;
         ++*blocks;
     }
     *records += nchunks;
