@@ -9,7 +9,9 @@
 #           talloc (talloc_new / talloc_size / talloc_free).  Instructions
 #           per cycle = (total at 11000 cycles - total at 1000) / 10000, so
 #           start-up costs cancel; the loop's own instructions are included
-#           alike for all three.
+#           alike for all three.  Then the wall time per cycle over 10M
+#           cycles, best of three (noisy on a shared machine; the
+#           instructions are not).
 #   report  mr_report of 100,000 child arenas (1000 connections x 99
 #           requests, each with a 4 KiB block) to /dev/null: wall time of
 #           the text and the JSON report, best of three.
@@ -128,9 +130,23 @@ if pkg-config --exists talloc; then
 fi
 
 ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 | awk '/refs:/ {gsub(",", "", $4); print $4}'; }
+# wall time: ns per cycle of 10M cycles, best of three (start-up included,
+# a few ms against seconds)
+wall() {
+  local best=
+  for _ in 1 2 3; do
+    local t0 t1
+    t0=$(date +%s%N)
+    "$@" >/dev/null
+    t1=$(date +%s%N)
+    if [ -z "$best" ] || [ $((t1 - t0)) -lt "$best" ]; then best=$((t1 - t0)); fi
+  done
+  echo "$best"
+}
 for p in "${progs[@]}"; do
   a=$(ir "$tmp/$p" 1000)
   b=$(ir "$tmp/$p" 11000)
-  printf 'cycle\t%s\t%d instructions\n' "$p" $(((b - a) / 10000))
+  ns=$(wall "$tmp/$p" 10000000)
+  printf 'cycle\t%s\t%d instructions\t%d.%d ns\n' "$p" $(((b - a) / 10000)) $((ns / 10000000)) $((ns / 1000000 % 10))
 done
 "$tmp/report"
