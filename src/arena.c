@@ -25,7 +25,8 @@
  *
  * A request larger than the growth size gets a dedicated block (list `big`,
  * newest first) and the current block stays current, so the free tail of cur
- * is not wasted.  Rewind and reset move dedicated blocks to `big_spare`, from
+ * is not wasted; when a block of the maximum size would hold it, the growth
+ * size advances too, so that such requests soon fit regular blocks.  Rewind and reset move dedicated blocks to `big_spare`, from
  * which later large requests are served first-fit (a miss returns one spare
  * upstream, so spares cannot pile up across cycles).
  *
@@ -275,8 +276,14 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
     size_t need; /* bytes that hold the request from any ALIGN-aligned start */
     if (mri_add_overflow(rsize, align - ALIGN, &need) || need > MRI_MAX_SIZE - HDR)
         return mri_fail(ENOMEM);
-    if (need > a->next_size - HDR)
+    if (need > a->next_size - HDR) {
+        /* a request a grown block would hold also advances the growth: an
+         * arena asked only for requests above its growth size takes
+         * regular blocks soon, not one upstream call per request */
+        if (need <= a->max_block_size - HDR)
+            a->next_size = mri_arena_next_growth(a->next_size, a->max_block_size);
         return alloc_dedicated(a, size, rsize, align, need);
+    }
 
     block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
     if (b == NULL || fit_in(data_of(b), end_of(b), rsize, align) == 0) {
