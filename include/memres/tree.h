@@ -77,7 +77,7 @@ extern "C" {
 
 /* The children a parent keeps for reuse, and the bytes each may keep. */
 #define MR_TREE_KEEP_CHILDREN 8
-#define MR_TREE_KEEP_BYTES ((size_t)64 << 10)
+#define MR_TREE_KEEP_BYTES ((size_t)32 << 10)
 
 /* mr_node (memres/resource.h) is the node inside an allocator.  Its
  * accessors: mr_arena_node, mr_objpool_node, mr_pools_node, mr_blocks_node
