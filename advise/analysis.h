@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/analysis.h -- memres-advise's parts: the profile read back
+ * (profile.c), frames resolved to symbols (symbols.c), sites folded and
+ * judged (analyze.c), the per-operation costs of this machine
+ * (calibrate.c), the reports (report.c: text and JSON; svg.c), the replay
+ * of a trace (replay.c) and the driver (main.c). */
+#ifndef MEMRES_ADVISE_ANALYSIS_H
+#define MEMRES_ADVISE_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "format.h"
+
+/* ---- the profile as written (profile.c) ---- */
+
+struct mra_raw_module {
+    uint64_t bias, lo, hi;
+    char *path;
+};
+
+struct mra_raw_site {
+    struct mra_site_stats s;
+    uint64_t *frames;            /* s.nframes return addresses - 1, innermost first */
+};
+
+struct mra_profile {
+    struct mra_profile_header h;
+    struct mra_raw_module *modules;
+    size_t nmodules;
+    struct mra_raw_site *sites;
+    size_t nsites;
+};
+
+/* Reads the profile at path: 0, or -1 with a message on stderr (missing,
+ * truncated, wrong magic or version). */
+int mra_profile_read(const char *path, struct mra_profile *p);
+void mra_profile_free(struct mra_profile *p);
+
+/* ---- frames (symbols.c) ---- */
+
+struct mra_frame {
+    uint64_t addr;               /* as recorded */
+    const char *function;        /* demangled where possible; NULL: unknown */
+    uint64_t offset;             /* addr - function start, when function is known */
+    const char *file;            /* source file with debug information, else NULL */
+    unsigned line;
+    const char *module;          /* the module's path; NULL: in no known module */
+};
+
+/* Resolves every distinct address of p's sites.  The strings live until
+ * mra_symbols_free.  Needs no debug information: without it, function +
+ * offset from the symbol tables, else module + offset. */
+struct mra_symbols;
+struct mra_symbols *mra_symbols_open(const struct mra_profile *p);
+/* The frame for addr (never NULL; fields NULL where unknown). */
+const struct mra_frame *mra_symbols_get(struct mra_symbols *s, uint64_t addr);
+/* The frames of addr with the calls inlined there, innermost first (*n of
+ * them, at least 1; the innermost is mra_symbols_get's): a wrapper inlined
+ * into its caller is a frame of its own, its caller's frame at the call's
+ * file:line.  A frame without function but with module has offset = addr -
+ * the module's bias (its file address). */
+const struct mra_frame *mra_symbols_inline(struct mra_symbols *s, uint64_t addr, unsigned *n);
+void mra_symbols_free(struct mra_symbols *s);
+
+/* ---- per-operation costs of this machine (calibrate.c) ---- */
+
+/* Sizes are costed in log2 classes: class c covers (2^(c-1), 2^c], class 0
+ * sizes 0 and 1; the last class all larger sizes. */
+#define MRA_COST_CLASSES 21u
+
+enum mra_pattern {
+    MRA_PAT_LIFO,                /* freed at once or in reverse order (stack-like) */
+    MRA_PAT_BATCH,               /* a batch allocated, then freed together */
+    MRA_PAT_RANDOM,              /* many live, freed in random order */
+    MRA_PAT_REMOTE,              /* allocated by one thread, freed by another */
+    MRA_PATTERNS
+};
+
+struct mra_costs {
+    uint32_t version;            /* of this struct in the cache file */
+    char machine[128];           /* CPU model and the library's version: a cache
+                                    for another machine or build is measured again */
+    /* ns per allocation, its free included, by pattern and size class */
+    double glibc[MRA_PATTERNS][MRA_COST_CLASSES];
+    double arena[MRA_COST_CLASSES];        /* mr_arena_alloc, reset amortised in */
+    double arena_rewind[MRA_COST_CLASSES]; /* alloc under a mark, rewind amortised */
+    double objpool[MRA_COST_CLASSES];      /* mr_objpool_alloc + free, random order */
+    double pools[MRA_COST_CLASSES];        /* mr_pools_alloc + free */
+    double pools_ts[MRA_COST_CLASSES];     /* thread-safe pools, remote frees */
+};
+
+/* The costs of this machine: from the cache ($XDG_CACHE_HOME or
+ * ~/.cache/memres-advise/costs-v1), else measured (about a second, a note
+ * on stderr unless quiet) and cached.  0, or -1 with a message. */
+int mra_costs_get(struct mra_costs *c, bool quiet);
+/* Measures into c without the cache. */
+int mra_costs_measure(struct mra_costs *c);
+unsigned mra_cost_class(uint64_t size);
+
+/* ---- the analysis (analyze.c) ---- */
+
+enum mra_rec { MRA_NONE, MRA_ARENA, MRA_ARENA_REWIND, MRA_OBJPOOL, MRA_POOLS, MRA_RECS };
+
+/* "none", "arena", "arena-rewind", "objpool", "pools" */
+const char *mra_rec_name(enum mra_rec r);
+
+/* The thresholds of the rules, stated in every report. */
+struct mra_thresholds {
+    uint64_t min_allocations;    /* fewer: none */
+    double min_share;            /* predicted saving below this share of the program's time: none */
+    double together_share;       /* freed-together share for an arena */
+    double stack_share;          /* stack-like share for arena-rewind */
+    double dominant_size_share;  /* share of the most frequent size for an objpool */
+    uint64_t max_small_size;     /* pools and objpool serve sizes up to this */
+    double remote_share;         /* freed-elsewhere share for thread-safe pools */
+    double at_exit_share;        /* never-freed share that counts as freed together at exit */
+    double retention_warn;       /* arena_peak_bytes above this times the program's peak: warn */
+};
+
+struct mra_options {
+    unsigned depth;              /* --depth, default 4 */
+    unsigned top;                /* --top, default 10 */
+    const char **wrappers;       /* --wrapper names, added to the built-in ones */
+    size_t nwrappers;
+    bool progress;               /* a progress line on stderr */
+    struct mra_thresholds th;
+};
+
+/* The defaults of options and thresholds. */
+void mra_options_default(struct mra_options *o);
+
+struct mra_site {
+    unsigned id;                 /* 1.. in the report's order */
+    struct mra_frame frames[MRA_MAX_DEPTH]; /* after folding, at most depth */
+    unsigned nframes;
+    struct mra_site_stats s;     /* merged over the raw sites folded into it */
+    uint32_t *raw_ids;           /* the profile's site ids merged here */
+    size_t nraw;
+    enum mra_rec rec;
+    bool thread_safe;            /* pools: a share is freed by another thread */
+    enum mra_pattern pattern;    /* how glibc was costed */
+    char reason[640];            /* the rule and the figures that made it */
+    double predicted_saving_ns;  /* >= 0; 0 for none */
+    int64_t memory_delta_bytes;  /* held by the plan minus held by malloc (estimate) */
+    bool retention_warning;      /* an arena would hold much more than the program's peak */
+    char sketch[2][160];         /* two lines of memres calls replacing malloc/free */
+};
+
+struct mra_analysis {
+    struct mra_profile_header h;
+    double program_ns;           /* end_ns - start_ns */
+    struct mra_site *sites;      /* by predicted saving, then bytes, descending */
+    size_t nsites;
+    const char **folded;         /* functions folded as wrappers (seen in stacks) */
+    size_t nfolded;
+    struct mra_costs costs;
+    struct mra_options opts;
+    double total_saving_ns;      /* over recommended sites */
+    size_t nsites_total;         /* sites after merging; sites[] holds the first
+                                    max(recommended, top, 4096) of them */
+};
+
+/* Folds, merges, judges and costs p's sites.  0, or -1 with a message. */
+int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const struct mra_costs *c,
+                const struct mra_options *o, struct mra_analysis *a);
+void mra_analysis_free(struct mra_analysis *a);
+/* The q-quantile (0..1) of a lifetime histogram (format.h's log2 buckets,
+ * linear inside a bucket). */
+double mra_hist_quantile(const uint64_t hist[MRA_HIST], double q);
+/* The progress line on stderr (analyze.c): enabled by the driver; on a
+ * terminal updated in place after half a second, elsewhere one line per
+ * stage once the analysis has run a second; mra_progress_end clears it. */
+void mra_progress_enable(bool on);
+void mra_progress(const char *stage, size_t done, size_t total);
+void mra_progress_end(void);
+
+/* ---- reports (report.c, svg.c) ---- */
+
+void mra_report_text(FILE *f, const struct mra_analysis *a);
+void mra_report_json(FILE *f, const struct mra_analysis *a);
+void mra_report_svg(FILE *f, const struct mra_analysis *a);
+
+/* ---- the trace and its replay (replay.c) ---- */
+
+/* Appends the plan chunk (format.h) for a's recommended sites to the trace
+ * at path.  0, or -1 with a message. */
+int mra_trace_append_plan(const char *path, const struct mra_analysis *a);
+
+/* `memres-advise replay TRACE [--json FILE]` (argv[0] is "replay"):
+ * returns the exit status. */
+int mra_replay_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,692 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/calibrate.c -- what an allocation costs on this machine: glibc
+ * malloc/free under the four patterns of analysis.h, and the memres
+ * allocators that would replace it, in ns per allocation (its free, reset
+ * or rewind included), by log2 size class.
+ *
+ * The measurement takes about a second: MEASURED classes are measured
+ * (each cell the median of REPS runs of about CELL_NS each), the classes
+ * between them are interpolated linearly in the class number, those below
+ * the first take its value, those above the last its value.  Every
+ * allocation is written, one byte per 4 KiB page (its first byte for small
+ * ones), as a program would, so that page faults count where an allocator
+ * takes fresh pages (glibc's mmap'd chunks) and not where it reuses them.
+ *
+ * The cache: $XDG_CACHE_HOME/memres-advise/costs-v1 (else
+ * ~/.cache/memres-advise/costs-v1), a text file: a line naming the format,
+ * a line `machine ...` (the CPU model and the advisor's version: a cache of
+ * another machine or build is measured again), then one line per series of
+ * MRA_COST_CLASSES numbers.  MEMRES_ADVISE_RECALIBRATE=1 measures again.
+ * Without a writable home the costs are measured and not cached. */
+#include "analysis.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memres/arena.h"
+#include "memres/objpool.h"
+#include "memres/pools.h"
+
+#ifndef MEMRES_ADVISE_VERSION
+#define MEMRES_ADVISE_VERSION "unknown"
+#endif
+
+#define COSTS_VERSION 1u
+#define COSTS_MAGIC "memres-advise costs v1"
+
+/* The classes measured: 8, 32, 128, 512 B, 2, 8, 64 KiB, 1 MiB. */
+static const unsigned MEASURED[] = {3, 5, 7, 9, 11, 13, 16, 20};
+#define NMEASURED (sizeof MEASURED / sizeof MEASURED[0])
+#define REPS 3
+#define CELL_NS 2000000ull       /* one run of one cell: 2 ms (at least one round) */
+#define LIVE_BYTES ((size_t)8 << 20) /* most bytes live at once in a run */
+#define PAGE 4096u
+
+unsigned mra_cost_class(uint64_t size)
+{
+    if (size <= 1)
+        return 0;
+    unsigned c = 64u - (unsigned)__builtin_clzll(size - 1);
+    return c < MRA_COST_CLASSES ? c : MRA_COST_CLASSES - 1;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Writes p as a program would: one byte a page. */
+/* This thread's CPU time: what a cell costs, whatever else runs on the
+ * machine (the wall clock only says when a cell has run long enough). */
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void touch(void *p, size_t size)
+{
+    volatile unsigned char *b = p;
+    for (size_t i = 0; i < size; i += PAGE)
+        b[i] = (unsigned char)i;
+}
+
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* Objects live at once for a size: a power of two up to `most` (a power of
+ * two), at least 8, within LIVE_BYTES. */
+static size_t live_count(size_t size, size_t most)
+{
+    size_t n = LIVE_BYTES / (size ? size : 1);
+    if (n > most)
+        n = most;
+    if (n < 8)
+        n = 8;
+    return (size_t)1 << (63 - __builtin_clzll(n)); /* a power of two: picked by a mask */
+}
+
+/* A representative size of class c: three quarters of its top, 8-aligned. */
+static size_t class_size(unsigned c)
+{
+    size_t top = (size_t)1 << c;
+    size_t s = top - top / 4;
+    s &= ~(size_t)7;
+    return s < 8 ? 8 : s;
+}
+
+/* Objects per objpool block for a size: about 64 KiB of them, 8..1024
+ * (replay.c creates its pools the same way). */
+static size_t objpool_per_block(size_t size)
+{
+    size_t n = ((size_t)64 << 10) / (size ? size : 1);
+    return n < 8 ? 8 : n > 1024 ? 1024 : n;
+}
+
+/* ---- one run of one cell: ns per allocation ---- */
+
+#define STACK_DEPTH 16
+
+static double run_glibc_lifo(size_t size, void **v)
+{
+    uint64_t t0 = 0, c0 = 0, ops = 0;
+    for (int warm = 1;; warm = 0) {
+        if (warm == 0 && t0 == 0) {
+            t0 = now_ns();
+            c0 = cpu_ns();
+            ops = 0;
+        }
+        /* freed at once, then in reverse order */
+        void *p = malloc(size);
+        touch(p, size);
+        free(p);
+        for (int i = 0; i < STACK_DEPTH; i++) {
+            v[i] = malloc(size);
+            touch(v[i], size);
+        }
+        for (int i = STACK_DEPTH - 1; i >= 0; i--)
+            free(v[i]);
+        ops += 1 + STACK_DEPTH;
+        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
+            c0 = cpu_ns() - c0; /* now the cell's CPU time */
+            break;
+        }
+    }
+    return (double)c0 / (double)ops;
+}
+
+static double run_glibc_batch(size_t size, void **v)
+{
+    size_t n = live_count(size, 1024);
+    uint64_t t0 = 0, c0 = 0, ops = 0;
+    for (int warm = 1;; warm = 0) {
+        if (warm == 0 && t0 == 0) {
+            t0 = now_ns();
+            c0 = cpu_ns();
+            ops = 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+            v[i] = malloc(size);
+            touch(v[i], size);
+        }
+        for (size_t i = 0; i < n; i++)
+            free(v[i]);
+        ops += n;
+        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
+            c0 = cpu_ns() - c0; /* now the cell's CPU time */
+            break;
+        }
+    }
+    return (double)c0 / (double)ops;
+}
+
+static double run_glibc_random(size_t size, void **v)
+{
+    size_t n = live_count(size, 4096);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = malloc(size);
+        touch(v[i], size);
+    }
+    uint64_t t0 = 0, c0 = 0, ops = 0;
+    for (int warm = 1;; warm = 0) {
+        if (warm == 0 && t0 == 0) {
+            t0 = now_ns();
+            c0 = cpu_ns();
+            ops = 0;
+        }
+        for (int r = 0; r < 64; r++) {
+            size_t i = (size_t)rng_next(&s) & (n - 1);
+            free(v[i]);
+            v[i] = malloc(size);
+            touch(v[i], size);
+        }
+        ops += 64;
+        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
+            c0 = cpu_ns() - c0; /* now the cell's CPU time */
+            break;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    return (double)c0 / (double)ops;
+}
+
+static double run_arena(size_t size, void **v)
+{
+    mr_arena *a = mr_arena_create(NULL);
+    if (!a)
+        return -1;
+    size_t n = live_count(size, 1024);
+    uint64_t t0 = 0, c0 = 0, ops = 0;
+    for (int warm = 1;; warm = 0) {
+        if (warm == 0 && t0 == 0) {
+            t0 = now_ns();
+            c0 = cpu_ns();
+            ops = 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+            v[i] = mr_arena_alloc(a, size);
+            touch(v[i], size);
+        }
+        mr_arena_reset(a);
+        ops += n;
+        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
+            c0 = cpu_ns() - c0; /* now the cell's CPU time */
+            break;
+        }
+    }
+    mr_arena_destroy(a);
+    return (double)c0 / (double)ops;
+}
+
+/* As replay.c does at an arena-rewind site: a mark before each allocation,
+ * a rewind to it at each free (here in stack order). */
+static double run_arena_rewind(size_t size, void **v)
+{
+    mr_arena *a = mr_arena_create(NULL);
+    if (!a)
+        return -1;
+    mr_arena_mark m[STACK_DEPTH + 1];
+    uint64_t t0 = 0, c0 = 0, ops = 0;
+    for (int warm = 1;; warm = 0) {
+        if (warm == 0 && t0 == 0) {
+            t0 = now_ns();
+            c0 = cpu_ns();
+            ops = 0;
+        }
+        m[0] = mr_arena_save(a);
+        void *p = mr_arena_alloc(a, size);
+        touch(p, size);
+        mr_arena_rewind(a, m[0]);
+        for (int i = 0; i < STACK_DEPTH; i++) {
+            m[i] = mr_arena_save(a);
+            v[i] = mr_arena_alloc(a, size);
+            touch(v[i], size);
+        }
+        for (int i = STACK_DEPTH - 1; i >= 0; i--)
+            mr_arena_rewind(a, m[i]);
+        ops += 1 + STACK_DEPTH;
+        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
+            c0 = cpu_ns() - c0; /* now the cell's CPU time */
+            break;
+        }
+    }
+    mr_arena_destroy(a);
+    return (double)c0 / (double)ops;
+}
+
+static double run_objpool(size_t size, void **v)
+{
+    mr_objpool_options o = {0};
+    o.objects_per_block = objpool_per_block(size);
+    mr_objpool *p = mr_objpool_create(size, 16, &o);
+    if (!p)
+        return -1;
+    size_t n = live_count(size, 4096);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = mr_objpool_alloc(p);
+        touch(v[i], size);
+    }
+    uint64_t t0 = 0, c0 = 0, ops = 0;
+    for (int warm = 1;; warm = 0) {
+        if (warm == 0 && t0 == 0) {
+            t0 = now_ns();
+            c0 = cpu_ns();
+            ops = 0;
+        }
+        for (int r = 0; r < 64; r++) {
+            size_t i = (size_t)rng_next(&s) & (n - 1);
+            mr_objpool_free(p, v[i]);
+            v[i] = mr_objpool_alloc(p);
+            touch(v[i], size);
+        }
+        ops += 64;
+        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
+            c0 = cpu_ns() - c0; /* now the cell's CPU time */
+            break;
+        }
+    }
+    mr_objpool_destroy(p);
+    return (double)c0 / (double)ops;
+}
+
+static double run_pools(size_t size, void **v)
+{
+    mr_pools *p = mr_pools_create(NULL);
+    if (!p)
+        return -1;
+    size_t n = live_count(size, 4096);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = mr_pools_alloc(p, size, 16);
+        touch(v[i], size);
+    }
+    uint64_t t0 = 0, c0 = 0, ops = 0;
+    for (int warm = 1;; warm = 0) {
+        if (warm == 0 && t0 == 0) {
+            t0 = now_ns();
+            c0 = cpu_ns();
+            ops = 0;
+        }
+        for (int r = 0; r < 64; r++) {
+            size_t i = (size_t)rng_next(&s) & (n - 1);
+            mr_pools_free(p, v[i], size, 16);
+            v[i] = mr_pools_alloc(p, size, 16);
+            touch(v[i], size);
+        }
+        ops += 64;
+        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
+            c0 = cpu_ns() - c0; /* now the cell's CPU time */
+            break;
+        }
+    }
+    mr_pools_destroy(p);
+    return (double)c0 / (double)ops;
+}
+
+/* ---- remote frees: one thread allocates a batch, another frees it ----
+ * The two take turns (a batch at a time), each timing its own part (by the
+ * wall clock: reading a thread's CPU clock costs microseconds here): the
+ * cost is the time of both per allocation, not a pipeline's wall time. */
+
+struct remote {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int turn;                    /* 0: the allocator's, 1: the freer's, 2: stop */
+    void **v;
+    size_t n, size;
+    mr_pools *pools;             /* NULL: glibc */
+    uint64_t free_ns;
+};
+
+static void *remote_freer(void *arg)
+{
+    struct remote *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (r->turn == 0)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (r->turn == 2)
+            break;
+        pthread_mutex_unlock(&r->mu);
+        uint64_t t0 = now_ns();
+        if (r->pools)
+            for (size_t i = 0; i < r->n; i++)
+                mr_pools_free(r->pools, r->v[i], r->size, 16);
+        else
+            for (size_t i = 0; i < r->n; i++)
+                free(r->v[i]);
+        r->free_ns += now_ns() - t0;
+        pthread_mutex_lock(&r->mu);
+        r->turn = 0;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+static double run_remote(size_t size, void **v, bool pools)
+{
+    struct remote r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+    r.v = v;
+    r.size = size;
+    r.n = live_count(size, 256);
+    if (pools) {
+        mr_pools_options o = {0};
+        o.thread_safe = true;
+        r.pools = mr_pools_create(&o);
+        if (!r.pools)
+            return -1;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, remote_freer, &r) != 0) {
+        mr_pools_destroy(r.pools);
+        return -1;
+    }
+    uint64_t start = 0, alloc_ns = 0, ops = 0;
+    /* one batch untimed, then batches for a wall time of twice the cell
+     * (the two threads take turns) */
+    for (int b = 0;; b++) {
+        if (b == 1) {
+            start = now_ns();
+            alloc_ns = ops = 0;
+            r.free_ns = 0; /* the freer is waiting: its turn is over */
+        } else if (b > 1 && now_ns() - start >= 2 * CELL_NS)
+            break;
+        uint64_t t0 = now_ns();
+        if (r.pools)
+            for (size_t i = 0; i < r.n; i++) {
+                v[i] = mr_pools_alloc(r.pools, size, 16);
+                touch(v[i], size);
+            }
+        else
+            for (size_t i = 0; i < r.n; i++) {
+                v[i] = malloc(size);
+                touch(v[i], size);
+            }
+        alloc_ns += now_ns() - t0;
+        ops += r.n;
+        pthread_mutex_lock(&r.mu);
+        r.turn = 1;
+        pthread_cond_broadcast(&r.cv);
+        while (r.turn == 1)
+            pthread_cond_wait(&r.cv, &r.mu);
+        pthread_mutex_unlock(&r.mu);
+    }
+    pthread_mutex_lock(&r.mu);
+    r.turn = 2;
+    pthread_cond_broadcast(&r.cv);
+    pthread_mutex_unlock(&r.mu);
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&r.mu);
+    pthread_cond_destroy(&r.cv);
+    mr_pools_destroy(r.pools);
+    return ops ? (double)(alloc_ns + r.free_ns) / (double)ops : -1;
+}
+
+/* ---- the whole measurement ---- */
+
+enum { S_LIFO, S_BATCH, S_RANDOM, S_REMOTE, S_ARENA, S_REWIND, S_OBJPOOL, S_POOLS, S_POOLS_TS, NSERIES };
+
+static const char *const SERIES_NAME[NSERIES] = {
+    "glibc-lifo", "glibc-batch", "glibc-random", "glibc-remote",
+    "arena", "arena-rewind", "objpool", "pools", "pools-ts",
+};
+
+static double *series_row(struct mra_costs *c, int s)
+{
+    switch (s) {
+    case S_LIFO: return c->glibc[MRA_PAT_LIFO];
+    case S_BATCH: return c->glibc[MRA_PAT_BATCH];
+    case S_RANDOM: return c->glibc[MRA_PAT_RANDOM];
+    case S_REMOTE: return c->glibc[MRA_PAT_REMOTE];
+    case S_ARENA: return c->arena;
+    case S_REWIND: return c->arena_rewind;
+    case S_OBJPOOL: return c->objpool;
+    case S_POOLS: return c->pools;
+    default: return c->pools_ts;
+    }
+}
+
+static double run_cell(int s, size_t size, void **v)
+{
+    switch (s) {
+    case S_LIFO: return run_glibc_lifo(size, v);
+    case S_BATCH: return run_glibc_batch(size, v);
+    case S_RANDOM: return run_glibc_random(size, v);
+    case S_REMOTE: return run_remote(size, v, false);
+    case S_ARENA: return run_arena(size, v);
+    case S_REWIND: return run_arena_rewind(size, v);
+    case S_OBJPOOL: return run_objpool(size, v);
+    case S_POOLS: return run_pools(size, v);
+    default: return run_remote(size, v, true);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void machine_name(char *out, size_t n)
+{
+    char model[96] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) != 0 && strncmp(line, "Processor", 9) != 0 &&
+                strncmp(line, "cpu model", 9) != 0)
+                continue;
+            char *p = strchr(line, ':');
+            if (!p)
+                continue;
+            p++;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            size_t len = strcspn(p, "\n");
+            if (len == 0)
+                continue;
+            if (len >= sizeof model)
+                len = sizeof model - 1;
+            memcpy(model, p, len);
+            model[len] = 0;
+            break;
+        }
+        fclose(f);
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(out, n, "%s x%ld / memres-advise %s", model, ncpu, MEMRES_ADVISE_VERSION);
+    /* one line, no spaces at the ends: it is a line of the cache file */
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+int mra_costs_measure(struct mra_costs *c)
+{
+    memset(c, 0, sizeof *c);
+    c->version = COSTS_VERSION;
+    machine_name(c->machine, sizeof c->machine);
+    void **v = malloc(4096 * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "memres-advise: calibration: out of memory\n");
+        return -1;
+    }
+    /* a warm-up, so that the first cell does not pay for the heap's growth */
+    (void)run_glibc_random(64, v);
+    for (int s = 0; s < NSERIES; s++) {
+        double *row = series_row(c, s);
+        double m[NMEASURED];
+        for (size_t k = 0; k < NMEASURED; k++) {
+            size_t size = class_size(MEASURED[k]);
+            double r[REPS];
+            for (int i = 0; i < REPS; i++)
+                r[i] = run_cell(s, size, v);
+            qsort(r, REPS, sizeof r[0], cmp_double);
+            m[k] = r[REPS / 2];
+            if (!(m[k] > 0)) {
+                free(v);
+                fprintf(stderr, "memres-advise: calibration of %s at %zu bytes failed\n", SERIES_NAME[s], size);
+                return -1;
+            }
+        }
+        /* interpolate linearly in the class number between measured classes */
+        for (unsigned cl = 0; cl < MRA_COST_CLASSES; cl++) {
+            if (cl <= MEASURED[0]) {
+                row[cl] = m[0];
+                continue;
+            }
+            if (cl >= MEASURED[NMEASURED - 1]) {
+                row[cl] = m[NMEASURED - 1];
+                continue;
+            }
+            size_t k = 0;
+            while (MEASURED[k + 1] < cl)
+                k++;
+            double f = (double)(cl - MEASURED[k]) / (double)(MEASURED[k + 1] - MEASURED[k]);
+            row[cl] = m[k] + f * (m[k + 1] - m[k]);
+        }
+    }
+    free(v);
+    return 0;
+}
+
+/* ---- the cache ---- */
+
+/* The cache's path in out (creating its directories when mk), or -1. */
+static int cache_path(char *out, size_t n, bool mk)
+{
+    const char *x = getenv("XDG_CACHE_HOME");
+    char dir[4096];
+    int w;
+    if (x && x[0] == '/')
+        w = snprintf(dir, sizeof dir, "%s", x);
+    else {
+        const char *home = getenv("HOME");
+        if (!home || home[0] != '/')
+            return -1;
+        w = snprintf(dir, sizeof dir, "%s/.cache", home);
+    }
+    if (w < 0 || (size_t)w >= sizeof dir - 32)
+        return -1;
+    if (mk && mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    size_t len = (size_t)w;
+    snprintf(dir + len, sizeof dir - len, "/memres-advise");
+    if (mk && mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    w = snprintf(out, n, "%s/costs-v1", dir);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+static int cache_read(struct mra_costs *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[4096];
+    int ok = 0;
+    struct mra_costs t;
+    memset(&t, 0, sizeof t);
+    t.version = COSTS_VERSION;
+    if (!fgets(line, sizeof line, f) || strcmp(line, COSTS_MAGIC "\n") != 0)
+        goto out;
+    if (!fgets(line, sizeof line, f) || strncmp(line, "machine ", 8) != 0)
+        goto out;
+    line[strcspn(line, "\n")] = 0;
+    size_t ml = strlen(line + 8);
+    if (ml >= sizeof t.machine)
+        goto out;
+    memcpy(t.machine, line + 8, ml + 1);
+    unsigned seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *p = strchr(line, ' ');
+        if (!p)
+            goto out;
+        *p++ = 0;
+        int s = 0;
+        while (s < NSERIES && strcmp(SERIES_NAME[s], line) != 0)
+            s++;
+        if (s == NSERIES)
+            goto out;
+        double *row = series_row(&t, s);
+        for (unsigned cl = 0; cl < MRA_COST_CLASSES; cl++) {
+            char *e;
+            double d = strtod(p, &e);
+            if (e == p || !(d > 0) || d > 1e9)
+                goto out;
+            row[cl] = d;
+            p = e;
+        }
+        seen |= 1u << s;
+    }
+    if (seen == (1u << NSERIES) - 1) {
+        *c = t;
+        ok = 1;
+    }
+out:
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+static void cache_write(const struct mra_costs *c, const char *path)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, "%s\nmachine %s\n", COSTS_MAGIC, c->machine);
+    for (int s = 0; s < NSERIES; s++) {
+        const double *row = series_row((struct mra_costs *)(uintptr_t)c, s);
+        fprintf(f, "%s", SERIES_NAME[s]);
+        for (unsigned cl = 0; cl < MRA_COST_CLASSES; cl++)
+            fprintf(f, " %.3f", row[cl]);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+int mra_costs_get(struct mra_costs *c, bool quiet)
+{
+    char path[4096];
+    char machine[sizeof c->machine];
+    machine_name(machine, sizeof machine);
+    const char *re = getenv("MEMRES_ADVISE_RECALIBRATE");
+    bool force = re && re[0] && strcmp(re, "0") != 0;
+    bool have_path = cache_path(path, sizeof path, false) == 0;
+    if (!force && have_path && cache_read(c, path) == 0 && strcmp(c->machine, machine) == 0)
+        return 0;
+    if (!quiet)
+        fprintf(stderr, "memres-advise: calibrating costs of this machine (once)...\n");
+    if (mra_costs_measure(c) != 0)
+        return -1;
+    if (cache_path(path, sizeof path, true) == 0)
+        cache_write(c, path);
+    return 0;
+}

@@ -1,0 +1,579 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/main.c -- memres-advise, the driver:
+ *
+ *   memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]
+ *                 [--depth N] [--top N] [--wrapper NAME]... -- PROGRAM [ARGS...]
+ *   memres-advise replay TRACE [--json FILE]
+ *
+ * Runs PROGRAM (fork + execvp) with the recorder preloaded and the
+ * environment of format.h, its stdin, stdout and stderr untouched, and
+ * prints nothing before it ends.  While it runs the driver ignores SIGINT
+ * and SIGQUIT (as system() does: the terminal sends them to the program)
+ * and forwards SIGTERM and SIGHUP to it.  Then it reads the profile,
+ * resolves symbols, gets this machine's costs, analyses, writes the
+ * reports and the trace's plan, and exits as the program did: its exit
+ * status, or its signal raised again with the default action (no core
+ * file from the driver), else 128 + the signal.  An exec failure exits 127
+ * (not found) or 126 (not executable), like a shell.
+ *
+ * The recorder: $MEMRES_ADVISE_RECORDER, else libmemres-advise-recorder.so
+ * beside the executable (the build tree), else in ../lib/<multiarch>,
+ * ../lib64 or ../lib relative to it (an installed tree moved elsewhere),
+ * else in MEMRES_ADVISE_LIBDIR (where it was installed). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analysis.h"
+
+#ifndef MEMRES_ADVISE_VERSION
+#define MEMRES_ADVISE_VERSION "unknown"
+#endif
+#ifndef MEMRES_ADVISE_LIBDIR
+#define MEMRES_ADVISE_LIBDIR "/usr/local/lib"
+#endif
+
+#define RECORDER_NAME "libmemres-advise-recorder.so"
+
+#if defined(__x86_64__) && defined(__ILP32__)
+#define MULTIARCH "x86_64-linux-gnux32"
+#elif defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#elif defined(__i386__)
+#define MULTIARCH "i386-linux-gnu"
+#elif defined(__arm__)
+#define MULTIARCH "arm-linux-gnueabihf"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define MULTIARCH "riscv64-linux-gnu"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define MULTIARCH "powerpc64le-linux-gnu"
+#elif defined(__s390x__)
+#define MULTIARCH "s390x-linux-gnu"
+#else
+#define MULTIARCH ""
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]\n"
+            "                     [--depth N] [--top N] [--wrapper NAME]... -- PROGRAM [ARGS...]\n"
+            "       memres-advise replay TRACE [--json FILE]\n"
+            "\n"
+            "Runs PROGRAM with an allocation recorder preloaded and says which allocation sites\n"
+            "would gain from a memres arena, arena with marks, object pool or size-class pools,\n"
+            "and how much.  PROGRAM's input, output and exit status pass through unchanged.\n"
+            "\n"
+            "  -o REPORT        the text report to REPORT (default: stderr, after PROGRAM ends)\n"
+            "  --json FILE      the report as JSON (\"version\": 1)\n"
+            "  --svg FILE       the report as a self-contained SVG picture\n"
+            "  --trace FILE     also write the compact event stream, for `memres-advise replay`\n"
+            "  --depth N        frames per site, 1..%u (default 4)\n"
+            "  --top N          sites in the text report (default 10)\n"
+            "  --wrapper NAME   fold NAME as an allocation wrapper (repeatable; NAME* matches a prefix;\n"
+            "                   without symbols: MODULE+0xOFFSET as the report shows the frame)\n"
+            "  --save-profile FILE     keep the recorder's profile (format.h) in FILE\n"
+            "  --analyze-profile FILE  run nothing: analyse a profile saved before (for tests)\n"
+            "  --help, --version\n"
+            "\n"
+            "  replay TRACE     replays a trace against glibc malloc and the recommended memres plan\n"
+            "\n"
+            "Environment: MEMRES_ADVISE_RECORDER (the recorder library), TMPDIR,\n"
+            "XDG_CACHE_HOME (the cached costs of this machine), MEMRES_ADVISE_RECALIBRATE=1.\n",
+            MRA_MAX_DEPTH - MRA_FOLD_EXTRA);
+}
+
+static int bad_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "memres-advise: %s%s%s%s\nTry 'memres-advise --help'.\n", what, arg ? " '" : "",
+            arg ? arg : "", arg ? "'" : "");
+    return 2;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static char *path_join(const char *dir, const char *rel)
+{
+    size_t n = strlen(dir) + strlen(rel) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, rel);
+    return p;
+}
+
+static char *find_recorder(void)
+{
+    const char *e = getenv("MEMRES_ADVISE_RECORDER");
+    if (e && *e) {
+        char *r = realpath(e, NULL);
+        if (!r)
+            fprintf(stderr, "memres-advise: MEMRES_ADVISE_RECORDER=%s: %s\n", e, strerror(errno));
+        return r;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            static const char *const rel[] = {
+                RECORDER_NAME,
+                "../lib/" MULTIARCH "/" RECORDER_NAME,
+                "../lib64/" RECORDER_NAME,
+                "../lib/" RECORDER_NAME,
+            };
+            for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+                if (i == 1 && !*MULTIARCH)
+                    continue;
+                char *p = path_join(exe, rel[i]);
+                if (p && access(p, R_OK) == 0) {
+                    char *r = realpath(p, NULL);
+                    free(p);
+                    if (r)
+                        return r;
+                    continue;
+                }
+                free(p);
+            }
+        }
+    }
+    char *p = path_join(MEMRES_ADVISE_LIBDIR, RECORDER_NAME);
+    if (p && access(p, R_OK) == 0)
+        return p;
+    fprintf(stderr,
+            "memres-advise: cannot find %s (beside memres-advise, in ../lib, or in %s); "
+            "set MEMRES_ADVISE_RECORDER\n",
+            RECORDER_NAME, MEMRES_ADVISE_LIBDIR);
+    free(p);
+    return NULL;
+}
+
+/* ---- running the program ---- */
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+    pid_t p = (pid_t)child_pid;
+    if (p > 0)
+        kill(p, sig);
+}
+
+static const int handled[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
+#define NHANDLED (sizeof handled / sizeof *handled)
+
+struct run {
+    char *profile;               /* the private profile path */
+    char *dir;                   /* its private directory */
+    int status;                  /* waitpid's */
+    int exec_errno;              /* 0: the program ran */
+};
+
+static void child_exec(char **argv, const char *recorder, const char *profile, const char *trace, unsigned depth,
+                       const struct sigaction *old, const sigset_t *oldmask, int errfd)
+{
+    for (size_t i = 0; i < NHANDLED; i++)
+        sigaction(handled[i], &old[i], NULL);
+    sigprocmask(SIG_SETMASK, oldmask, NULL);
+
+    const char *orig = getenv("LD_PRELOAD");
+    char *pre;
+    if (orig && *orig) {
+        size_t n = strlen(recorder) + strlen(orig) + 2;
+        pre = malloc(n);
+        if (pre)
+            snprintf(pre, n, "%s:%s", recorder, orig);
+    } else {
+        pre = strdup(recorder);
+    }
+    char d[16];
+    snprintf(d, sizeof d, "%u", depth);
+    int e = 0;
+    e |= setenv("MEMRES_ADVISE_PRELOAD", orig ? orig : "", 1);
+    e |= pre ? setenv("LD_PRELOAD", pre, 1) : -1;
+    e |= setenv("MEMRES_ADVISE_PROFILE", profile, 1);
+    e |= setenv("MEMRES_ADVISE_DEPTH", d, 1);
+    if (trace)
+        e |= setenv("MEMRES_ADVISE_TRACE", trace, 1);
+    else
+        unsetenv("MEMRES_ADVISE_TRACE");
+    int err = ENOMEM;
+    if (e == 0) {
+        execvp(argv[0], argv);
+        err = errno;
+    }
+    ssize_t w = write(errfd, &err, sizeof err);
+    (void)w;
+    _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
+}
+
+static int run_program(char **argv, const char *recorder, const char *trace, unsigned depth, struct run *r)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    char *t = realpath(tmp, NULL);
+    if (!t)
+        t = strdup("/tmp");
+    r->dir = t ? path_join(t, "memres-advise.XXXXXX") : NULL;
+    free(t);
+    if (!r->dir || !mkdtemp(r->dir)) {
+        fprintf(stderr, "memres-advise: cannot make a private directory in %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    r->profile = path_join(r->dir, "profile");
+    if (!r->profile)
+        return -1;
+
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        fprintf(stderr, "memres-advise: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    struct sigaction old[NHANDLED], ign = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
+    sigemptyset(&ign.sa_mask);
+    sigemptyset(&fwd.sa_mask);
+    fwd.sa_flags = SA_RESTART;
+    sigset_t block, oldmask;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &oldmask);
+    for (size_t i = 0; i < NHANDLED; i++)
+        sigaction(handled[i], handled[i] == SIGINT || handled[i] == SIGQUIT ? &ign : &fwd, &old[i]);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        child_exec(argv, recorder, r->profile, trace, depth, old, &oldmask, pfd[1]);
+    }
+    int fork_errno = errno;
+    close(pfd[1]);
+    if (pid > 0)
+        child_pid = pid;
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    if (pid < 0) {
+        for (size_t i = 0; i < NHANDLED; i++)
+            sigaction(handled[i], &old[i], NULL);
+        close(pfd[0]);
+        fprintf(stderr, "memres-advise: fork: %s\n", strerror(fork_errno));
+        return -1;
+    }
+    int err = 0;
+    ssize_t n;
+    do
+        n = read(pfd[0], &err, sizeof err);
+    while (n < 0 && errno == EINTR);
+    close(pfd[0]);
+    r->exec_errno = n == (ssize_t)sizeof err ? err : 0;
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "memres-advise: waitpid: %s\n", strerror(errno));
+            st = 127 << 8;
+            break;
+        }
+    }
+    child_pid = 0;
+    for (size_t i = 0; i < NHANDLED; i++)
+        sigaction(handled[i], &old[i], NULL);
+    r->status = st;
+    return 0;
+}
+
+static void cleanup(struct run *r)
+{
+    if (r->profile)
+        unlink(r->profile);
+    if (r->dir)
+        rmdir(r->dir);
+    free(r->profile);
+    free(r->dir);
+}
+
+/* Exits as the program did. */
+static int finish(int status)
+{
+    fflush(NULL);
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        /* no core file of the driver: the program's is the one that matters */
+        struct rlimit rl = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &rl);
+        signal(sig, SIG_DFL);
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        sigprocmask(SIG_UNBLOCK, &s, NULL);
+        raise(sig);
+        return 128 + sig;
+    }
+    return 1;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb");
+    if (!in)
+        return -1;
+    FILE *out = fopen(to, "wb");
+    if (!out) {
+        fclose(in);
+        return -1;
+    }
+    char buf[65536];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            rc = -1;
+    if (ferror(in))
+        rc = -1;
+    fclose(in);
+    if (fclose(out) != 0)
+        rc = -1;
+    return rc;
+}
+
+static FILE *open_out(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "memres-advise: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+static int close_out(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "memres-advise: writing %s failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int analyse_and_report(const struct run *r, const struct mra_options *o, const char *report,
+                              const char *json, const char *svg, const char *trace, const char *progname)
+{
+    struct stat st;
+    if (stat(r->profile, &st) != 0) {
+        if (WIFSIGNALED(r->status))
+            fprintf(stderr, "memres-advise: %s was killed by signal %d (%s) and wrote no profile: no report\n",
+                    progname, WTERMSIG(r->status), strsignal(WTERMSIG(r->status)));
+        else
+            fprintf(stderr,
+                    "memres-advise: %s wrote no profile (it ended with _exit or by exec'ing another program, "
+                    "or the recorder could not be preloaded, e.g. set-user-ID): no report\n",
+                    progname);
+        return -1;
+    }
+    mra_progress_enable(o->progress);
+    struct mra_profile p;
+    if (mra_profile_read(r->profile, &p) != 0)
+        return -1;
+    mra_progress("symbols", 0, 1);
+    struct mra_symbols *sym = mra_symbols_open(&p);
+    if (!sym) {
+        fprintf(stderr, "memres-advise: out of memory resolving symbols\n");
+        mra_profile_free(&p);
+        return -1;
+    }
+    mra_progress_end();
+    struct mra_costs c;
+    memset(&c, 0, sizeof c);
+    if (mra_costs_get(&c, false) != 0) {
+        fprintf(stderr, "memres-advise: no costs of this machine: predicted savings are 0\n");
+        memset(&c, 0, sizeof c);
+    }
+    struct mra_analysis a;
+    int rc = mra_analyze(&p, sym, &c, o, &a);
+    mra_progress_end();
+    if (rc == 0) {
+        if (report) {
+            FILE *f = open_out(report);
+            if (f) {
+                mra_report_text(f, &a);
+                rc |= close_out(f, report);
+            } else {
+                rc = -1;
+            }
+        } else {
+            mra_report_text(stderr, &a);
+            fflush(stderr);
+        }
+        if (json) {
+            FILE *f = open_out(json);
+            if (f) {
+                mra_report_json(f, &a);
+                rc |= close_out(f, json);
+            } else {
+                rc = -1;
+            }
+        }
+        if (svg) {
+            FILE *f = open_out(svg);
+            if (f) {
+                mra_report_svg(f, &a);
+                rc |= close_out(f, svg);
+            } else {
+                rc = -1;
+            }
+        }
+        if (trace && access(trace, F_OK) == 0 && mra_trace_append_plan(trace, &a) != 0)
+            rc = -1;
+        mra_analysis_free(&a);
+    }
+    mra_symbols_free(sym);
+    mra_profile_free(&p);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "replay") == 0)
+        return mra_replay_main(argc - 1, argv + 1);
+
+    struct mra_options o;
+    mra_options_default(&o);
+    const char *report = NULL, *json = NULL, *svg = NULL, *trace = NULL;
+    const char *save_profile = NULL, *from_profile = NULL;
+    const char **wrappers = calloc((size_t)argc + 1, sizeof *wrappers);
+    if (!wrappers)
+        return 2;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            break; /* PROGRAM without "--" */
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("memres-advise %s\n", MEMRES_ADVISE_VERSION);
+            return 0;
+        }
+        /* options with a value: "--opt VALUE" or "--opt=VALUE" */
+        static const char *const withval[] = { "-o", "--json", "--svg", "--trace", "--depth", "--top", "--wrapper",
+                                               "--output",
+                                               "--save-profile", "--analyze-profile" };
+        const char *val = NULL;
+        size_t which = SIZE_MAX;
+        for (size_t k = 0; k < sizeof withval / sizeof *withval; k++) {
+            size_t l = strlen(withval[k]);
+            if (strcmp(a, withval[k]) == 0) {
+                if (i + 1 >= argc)
+                    return bad_usage("this option needs a value:", a);
+                val = argv[++i];
+                which = k;
+                break;
+            }
+            if (strncmp(a, withval[k], l) == 0 && a[l] == '=' && withval[k][1] == '-') {
+                val = a + l + 1;
+                which = k;
+                break;
+            }
+        }
+        switch (which) {
+        case 0: case 7: report = val; break;
+        case 1: json = val; break;
+        case 2: svg = val; break;
+        case 3: trace = val; break;
+        case 4:
+            if (parse_uint(val, 1, MRA_MAX_DEPTH - MRA_FOLD_EXTRA, &o.depth) != 0)
+                return bad_usage("--depth wants 1..60, not", val);
+            break;
+        case 5:
+            if (parse_uint(val, 0, 1000000, &o.top) != 0)
+                return bad_usage("--top wants a number, not", val);
+            break;
+        case 8: save_profile = val; break;
+        case 9: from_profile = val; break;
+        case 6:
+            if (!*val)
+                return bad_usage("--wrapper wants a name", NULL);
+            wrappers[o.nwrappers++] = val;
+            break;
+        default:
+            return bad_usage("unknown option", a);
+        }
+    }
+    o.wrappers = wrappers;
+    if (from_profile) {
+        /* no program: the analysis of a saved profile */
+        struct run fr = { .profile = (char *)(uintptr_t)from_profile };
+        int rc = analyse_and_report(&fr, &o, report, json, svg, trace, from_profile);
+        free(wrappers);
+        return rc == 0 ? 0 : 1;
+    }
+    if (i >= argc)
+        return bad_usage("no PROGRAM to run", NULL);
+
+    char *recorder = find_recorder();
+    if (!recorder)
+        return 2;
+    if (strchr(recorder, ':') || strchr(recorder, ' ')) {
+        fprintf(stderr, "memres-advise: the recorder's path %s has a ':' or a space: LD_PRELOAD cannot name it\n",
+                recorder);
+        return 2;
+    }
+    char *trace_abs = NULL;
+    if (trace) {
+        /* the program may change directory: the trace's path is absolute */
+        if (trace[0] == '/') {
+            trace_abs = strdup(trace);
+        } else {
+            char cwd[PATH_MAX];
+            trace_abs = getcwd(cwd, sizeof cwd) ? path_join(cwd, trace) : strdup(trace);
+        }
+        if (!trace_abs)
+            return 2;
+        unlink(trace_abs); /* a trace of an earlier run must not be taken for this one's */
+    }
+
+    struct run r = { 0 };
+    if (run_program(argv + i, recorder, trace_abs, o.depth + MRA_FOLD_EXTRA, &r) != 0) {
+        cleanup(&r);
+        return 2;
+    }
+    if (r.exec_errno) {
+        fprintf(stderr, "memres-advise: cannot run %s: %s\n", argv[i], strerror(r.exec_errno));
+        cleanup(&r);
+        return r.exec_errno == ENOENT || r.exec_errno == ENOTDIR ? 127 : 126;
+    }
+    if (save_profile && access(r.profile, F_OK) == 0 && copy_file(r.profile, save_profile) != 0)
+        fprintf(stderr, "memres-advise: cannot save the profile to %s: %s\n", save_profile, strerror(errno));
+    analyse_and_report(&r, &o, report, json, svg, trace_abs, argv[i]);
+    cleanup(&r);
+    free(recorder);
+    free(trace_abs);
+    free(wrappers);
+    return finish(r.status);
+}

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/report.c -- the text report (top --top sites) and the JSON one
+ * (every site the analysis hands on; DESIGN.md's fields, "version": 1,
+ * plus the figures behind each rule). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis.h"
+
+/* ---- formatting ---- */
+
+static const char *fmt_count(char *b, size_t cap, uint64_t v)
+{
+    char t[32];
+    int n = snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < cap; i++) {
+        if (i && (n - i) % 3 == 0)
+            b[o++] = ',';
+        b[o++] = t[i];
+    }
+    b[o] = '\0';
+    return b;
+}
+
+static const char *fmt_bytes(char *b, size_t cap, double v)
+{
+    const char *neg = v < 0 ? "-" : "";
+    v = fabs(v);
+    if (v < 10 * 1024.0)
+        snprintf(b, cap, "%s%.0f B", neg, v);
+    else if (v < 10 * 1024.0 * 1024)
+        snprintf(b, cap, "%s%.1f KiB", neg, v / 1024);
+    else if (v < 10 * 1024.0 * 1024 * 1024)
+        snprintf(b, cap, "%s%.1f MiB", neg, v / (1024.0 * 1024));
+    else
+        snprintf(b, cap, "%s%.1f GiB", neg, v / (1024.0 * 1024 * 1024));
+    return b;
+}
+
+static const char *fmt_ns(char *b, size_t cap, double ns)
+{
+    if (ns < 1e3)
+        snprintf(b, cap, "%.0f ns", ns);
+    else if (ns < 1e6)
+        snprintf(b, cap, "%.1f us", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(b, cap, "%.1f ms", ns / 1e6);
+    else
+        snprintf(b, cap, "%.2f s", ns / 1e9);
+    return b;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = p ? strrchr(p, '/') : NULL;
+    return b ? b + 1 : p;
+}
+
+/* A source path relative to the working directory when under it. */
+static const char *short_path(const char *f)
+{
+    static char cwd[4096];
+    static size_t cwdlen = (size_t)-1;
+    if (cwdlen == (size_t)-1)
+        cwdlen = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+    if (cwdlen > 1 && strncmp(f, cwd, cwdlen) == 0 && f[cwdlen] == '/')
+        return f + cwdlen + 1;
+    return f;
+}
+
+static void print_frame(FILE *o, const struct mra_frame *f)
+{
+    if (f->function && f->file)
+        fprintf(o, "%s %s:%u", f->function, short_path(f->file), f->line);
+    else if (f->function)
+        fprintf(o, "%s+0x%llx (%s)", f->function, (unsigned long long)f->offset,
+                f->module ? base_name(f->module) : "?");
+    else if (f->module)
+        fprintf(o, "0x%llx (%s+0x%llx)", (unsigned long long)f->addr, base_name(f->module),
+                (unsigned long long)f->offset);
+    else
+        fprintf(o, "0x%llx (no module)", (unsigned long long)f->addr);
+}
+
+static double share(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0.0;
+}
+
+static const char *rec_label(const struct mra_site *s)
+{
+    if (s->rec == MRA_POOLS && s->thread_safe)
+        return "pools (thread-safe)";
+    if (s->rec == MRA_OBJPOOL && s->thread_safe)
+        return "objpool (thread-safe)";
+    return mra_rec_name(s->rec);
+}
+
+static void print_thresholds(FILE *o, const struct mra_thresholds *t)
+{
+    fprintf(o,
+            "rules: none below min_allocations %llu or a saving below min_share %.0f%% of the run;\n"
+            "       arena when >= at_exit_share %.0f%% never freed, or >= together_share %.0f%% freed in bursts "
+            "of the site or never freed;\n"
+            "       arena-rewind when >= stack_share %.0f%% of frees free the youngest live object;\n"
+            "       objpool when one size <= max_small_size %llu B is >= dominant_size_share %.0f%% of "
+            "allocations; pools when all sizes <= %llu B;\n"
+            "       thread-safe pools/objpool (never an arena) when >= remote_share %.0f%% of frees are remote;\n"
+            "       retention warning when an arena would hold > retention_warn %.1fx the site's or the "
+            "program's peak live bytes\n",
+            (unsigned long long)t->min_allocations, 100 * t->min_share, 100 * t->at_exit_share,
+            100 * t->together_share, 100 * t->stack_share, (unsigned long long)t->max_small_size,
+            100 * t->dominant_size_share, (unsigned long long)t->max_small_size, 100 * t->remote_share,
+            t->retention_warn);
+}
+
+void mra_report_text(FILE *o, const struct mra_analysis *a)
+{
+    char b1[64], b2[64], b3[64], b4[64];
+    const struct mra_profile_header *h = &a->h;
+    fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
+    fprintf(o, "run time %s (under the recorder); %s allocations, %s frees, %s reallocs, %s requested\n",
+            fmt_ns(b1, sizeof b1, a->program_ns), fmt_count(b2, sizeof b2, h->allocations),
+            fmt_count(b3, sizeof b3, h->frees), fmt_count(b4, sizeof b4, h->reallocs),
+            fmt_bytes((char[32]){ 0 }, 32, (double)h->bytes));
+    fprintf(o, "peak live %s in %s objects; at exit %s in %s objects; %llu thread%s; %llu foreign frees\n",
+            fmt_bytes(b1, sizeof b1, (double)h->peak_live_bytes), fmt_count(b2, sizeof b2, h->peak_live_objects),
+            fmt_bytes(b3, sizeof b3, (double)h->live_bytes_at_exit),
+            fmt_count(b4, sizeof b4, h->live_objects_at_exit), (unsigned long long)h->threads,
+            h->threads == 1 ? "" : "s", (unsigned long long)h->foreign_frees);
+    fprintf(o, "%zu sites from %llu recorded call stacks, depth %u (recorded %u); recorder memory peak %s",
+            a->nsites_total, (unsigned long long)h->nsites, a->opts.depth, h->depth,
+            fmt_bytes(b1, sizeof b1, (double)h->recorder_peak_bytes));
+    if (h->trace_events)
+        fprintf(o, "; trace %s events, %.2f bytes/event", fmt_count(b2, sizeof b2, h->trace_events),
+                share(h->trace_bytes, h->trace_events));
+    fputc('\n', o);
+    fprintf(o, "folded wrappers:");
+    if (!a->nfolded)
+        fprintf(o, " none");
+    for (size_t i = 0; i < a->nfolded; i++)
+        fprintf(o, "%s %s", i ? "," : "", a->folded[i]);
+    fputc('\n', o);
+    print_thresholds(o, &a->opts.th);
+    fprintf(o, "costs: %s\n", a->costs.machine[0] ? a->costs.machine : "(not calibrated: savings are 0)");
+
+    size_t top = a->opts.top < a->nsites ? a->opts.top : a->nsites;
+    for (size_t i = 0; i < top; i++) {
+        const struct mra_site *s = &a->sites[i];
+        const struct mra_site_stats *st = &s->s;
+        fprintf(o, "\n#%u  %s", s->id, rec_label(s));
+        if (s->rec != MRA_NONE)
+            fprintf(o, "  saves %s (%.1f%% of the run)", fmt_ns(b1, sizeof b1, s->predicted_saving_ns),
+                    a->program_ns > 0 ? 100 * s->predicted_saving_ns / a->program_ns : 0);
+        fputc('\n', o);
+        for (unsigned f = 0; f < s->nframes; f++) {
+            fprintf(o, "    %s ", f ? "from" : "at  ");
+            print_frame(o, &s->frames[f]);
+            fputc('\n', o);
+        }
+        fprintf(o, "  allocations %s (%s), frees %s; sizes", fmt_count(b1, sizeof b1, st->allocations),
+                fmt_bytes(b2, sizeof b2, (double)st->bytes), fmt_count(b3, sizeof b3, st->frees));
+        for (unsigned k = 0; k < st->nsizes && k < 4; k++)
+            fprintf(o, "%s %llu B x%s", k ? "," : "", (unsigned long long)st->sizes[k].size,
+                    fmt_count(b1, sizeof b1, st->sizes[k].count));
+        if (st->nsizes > 4 || st->other_sizes_count)
+            fprintf(o, " ... (%llu..%llu B)", (unsigned long long)st->min_size, (unsigned long long)st->max_size);
+        fputc('\n', o);
+        fprintf(o, "  peak live %s objects / %s; never freed %s (%s); arena of the site would peak at %s\n",
+                fmt_count(b1, sizeof b1, st->peak_live_objects),
+                fmt_bytes(b2, sizeof b2, (double)st->peak_live_bytes), fmt_count(b3, sizeof b3, st->live_objects),
+                fmt_bytes(b4, sizeof b4, (double)st->live_bytes),
+                fmt_bytes((char[32]){ 0 }, 32, (double)st->arena_peak_bytes));
+        if (st->frees) {
+            fprintf(o, "  lifetime: median %.0f / p90 %.0f allocations, median %s / p90 %s\n",
+                    mra_hist_quantile(st->hist_ticks, 0.5), mra_hist_quantile(st->hist_ticks, 0.9),
+                    fmt_ns(b1, sizeof b1, mra_hist_quantile(st->hist_ns, 0.5)),
+                    fmt_ns(b2, sizeof b2, mra_hist_quantile(st->hist_ns, 0.9)));
+            fprintf(o, "  frees: %.1f%% together, %.1f%% stack-like, %.1f%% by another thread",
+                    100 * share(st->freed_together, st->frees), 100 * share(st->stack_like, st->frees),
+                    100 * share(st->remote_frees, st->frees));
+        } else {
+            fprintf(o, "  frees: none");
+        }
+        if (st->reallocs)
+            fprintf(o, "; reallocs %s (%s moved, longest chain %llu)", fmt_count(b1, sizeof b1, st->reallocs),
+                    fmt_count(b2, sizeof b2, st->realloc_moves), (unsigned long long)st->realloc_chain_max);
+        if (st->alloc_threads > 1)
+            fprintf(o, "; %llu allocating threads", (unsigned long long)st->alloc_threads);
+        fputc('\n', o);
+        fprintf(o, "  recommendation: %s\n  reason: %s\n", rec_label(s), s->reason);
+        if (s->rec != MRA_NONE) {
+            fprintf(o, "  memory: %s%s (estimate: held by the plan at its peak minus held by malloc)\n",
+                    s->memory_delta_bytes >= 0 ? "+" : "", fmt_bytes(b1, sizeof b1, (double)s->memory_delta_bytes));
+            if (s->retention_warning)
+                fprintf(o,
+                        "  warning: one arena for the whole site would hold %s, %.1fx the site's peak live %s "
+                        "(program peak %s): reset it per structure, or use a pool\n",
+                        fmt_bytes(b1, sizeof b1, (double)st->arena_peak_bytes),
+                        share(st->arena_peak_bytes, st->peak_live_bytes ? st->peak_live_bytes : 1),
+                        fmt_bytes(b2, sizeof b2, (double)st->peak_live_bytes),
+                        fmt_bytes(b3, sizeof b3, (double)h->peak_live_bytes));
+            fprintf(o, "  sketch:\n    %s\n    %s\n", s->sketch[0], s->sketch[1]);
+        }
+    }
+    size_t nrec = 0;
+    for (size_t i = 0; i < a->nsites; i++)
+        nrec += a->sites[i].rec != MRA_NONE;
+    fprintf(o, "\ntotal: %zu site%s recommended, predicted saving %s (%.1f%% of the run)", nrec,
+            nrec == 1 ? "" : "s", fmt_ns(b1, sizeof b1, a->total_saving_ns),
+            a->program_ns > 0 ? 100 * a->total_saving_ns / a->program_ns : 0);
+    if (a->nsites_total > top)
+        fprintf(o, "; %zu more site%s not shown (--top)", a->nsites_total - top,
+                a->nsites_total - top == 1 ? "" : "s");
+    fputc('\n', o);
+}
+
+/* ---- JSON ---- */
+
+static void jstr(FILE *o, const char *s)
+{
+    if (!s) {
+        fputs("null", o);
+        return;
+    }
+    fputc('"', o);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", o); break;
+        case '\\': fputs("\\\\", o); break;
+        case '\n': fputs("\\n", o); break;
+        case '\r': fputs("\\r", o); break;
+        case '\t': fputs("\\t", o); break;
+        case '\b': fputs("\\b", o); break;
+        case '\f': fputs("\\f", o); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f) {
+                fprintf(o, "\\u%04x", *p);
+            } else if (*p < 0x80) {
+                fputc(*p, o);
+            } else {
+                /* UTF-8 passes through; a byte that starts no valid sequence becomes U+FFFD */
+                unsigned n = (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : 0;
+                unsigned k = 0;
+                while (k < n && (p[k + 1] & 0xc0) == 0x80)
+                    k++;
+                if (n == 0 || k < n || *p == 0xc0 || *p == 0xc1 || *p > 0xf4) {
+                    fputs("\\ufffd", o);
+                } else {
+                    fwrite(p, 1, n + 1, o);
+                    p += n;
+                }
+            }
+        }
+    }
+    fputc('"', o);
+}
+
+static void jnum(FILE *o, double v)
+{
+    if (!isfinite(v))
+        v = 0;
+    if (v == floor(v) && fabs(v) < 9e15)
+        fprintf(o, "%.0f", v);
+    else
+        fprintf(o, "%.6g", v);
+}
+
+static void jhist(FILE *o, const uint64_t *h)
+{
+    unsigned n = MRA_HIST;
+    while (n > 0 && !h[n - 1])
+        n--;
+    fputc('[', o);
+    for (unsigned i = 0; i < n; i++)
+        fprintf(o, "%s%llu", i ? "," : "", (unsigned long long)h[i]);
+    fputc(']', o);
+}
+
+#define U(x) ((unsigned long long)(x))
+
+void mra_report_json(FILE *o, const struct mra_analysis *a)
+{
+    const struct mra_profile_header *h = &a->h;
+    const struct mra_thresholds *t = &a->opts.th;
+    fprintf(o, "{\n  \"version\": 1,\n  \"program\": ");
+    jstr(o, h->program);
+    fprintf(o, ",\n  \"pid\": %llu,\n  \"run_time_ns\": ", U(h->pid));
+    jnum(o, a->program_ns);
+    fprintf(o,
+            ",\n  \"allocations\": %llu,\n  \"frees\": %llu,\n  \"reallocs\": %llu,\n  \"bytes\": %llu,\n"
+            "  \"peak_live_bytes\": %llu,\n  \"peak_live_objects\": %llu,\n  \"live_bytes_at_exit\": %llu,\n"
+            "  \"live_objects_at_exit\": %llu,\n  \"foreign_frees\": %llu,\n  \"threads\": %llu,\n"
+            "  \"recorder_peak_bytes\": %llu,\n  \"trace_events\": %llu,\n  \"trace_bytes\": %llu,\n"
+            "  \"depth\": %u,\n  \"recorded_depth\": %u,\n  \"raw_sites\": %llu,\n  \"nsites\": %zu,\n",
+            U(h->allocations), U(h->frees), U(h->reallocs), U(h->bytes), U(h->peak_live_bytes),
+            U(h->peak_live_objects), U(h->live_bytes_at_exit), U(h->live_objects_at_exit), U(h->foreign_frees),
+            U(h->threads), U(h->recorder_peak_bytes), U(h->trace_events), U(h->trace_bytes), a->opts.depth,
+            h->depth, U(h->nsites), a->nsites_total);
+    fprintf(o, "  \"folded\": [");
+    for (size_t i = 0; i < a->nfolded; i++) {
+        fputs(i ? ", " : "", o);
+        jstr(o, a->folded[i]);
+    }
+    fprintf(o, "],\n  \"thresholds\": {\"min_allocations\": %llu, \"min_share\": ", U(t->min_allocations));
+    jnum(o, t->min_share);
+    fprintf(o, ", \"together_share\": ");
+    jnum(o, t->together_share);
+    fprintf(o, ", \"stack_share\": ");
+    jnum(o, t->stack_share);
+    fprintf(o, ", \"dominant_size_share\": ");
+    jnum(o, t->dominant_size_share);
+    fprintf(o, ", \"max_small_size\": %llu, \"remote_share\": ", U(t->max_small_size));
+    jnum(o, t->remote_share);
+    fprintf(o, ", \"at_exit_share\": ");
+    jnum(o, t->at_exit_share);
+    fprintf(o, ", \"retention_warn\": ");
+    jnum(o, t->retention_warn);
+    fprintf(o, "},\n  \"costs_machine\": ");
+    jstr(o, a->costs.machine);
+    fprintf(o, ",\n  \"total_predicted_saving_ns\": ");
+    jnum(o, a->total_saving_ns);
+    fprintf(o, ",\n  \"sites\": [");
+    static const char *const patname[] = { "lifo", "batch", "random", "remote" };
+    for (size_t i = 0; i < a->nsites; i++) {
+        const struct mra_site *s = &a->sites[i];
+        const struct mra_site_stats *st = &s->s;
+        fprintf(o, "%s\n    {\"id\": %u, \"frames\": [", i ? "," : "", s->id);
+        for (unsigned f = 0; f < s->nframes; f++) {
+            const struct mra_frame *fr = &s->frames[f];
+            fprintf(o, "%s{\"function\": ", f ? ", " : "");
+            jstr(o, fr->function);
+            fprintf(o, ", \"file\": ");
+            jstr(o, fr->file);
+            if (fr->file)
+                fprintf(o, ", \"line\": %u", fr->line);
+            else
+                fprintf(o, ", \"line\": null");
+            fprintf(o, ", \"module\": ");
+            jstr(o, fr->module);
+            fprintf(o, ", \"address\": \"0x%llx\", \"offset\": %llu}", U(fr->addr), U(fr->offset));
+        }
+        fprintf(o, "],\n     \"allocations\": %llu, \"frees\": %llu, \"bytes\": %llu, \"sizes\": [", U(st->allocations),
+                U(st->frees), U(st->bytes));
+        for (unsigned k = 0; k < st->nsizes; k++)
+            fprintf(o, "%s{\"size\": %llu, \"count\": %llu}", k ? ", " : "", U(st->sizes[k].size),
+                    U(st->sizes[k].count));
+        fprintf(o,
+                "], \"other_sizes_count\": %llu, \"min_size\": %llu, \"max_size\": %llu,\n"
+                "     \"peak_live\": {\"objects\": %llu, \"bytes\": %llu}, "
+                "\"freed_at_exit\": {\"objects\": %llu, \"bytes\": %llu}, \"arena_peak_bytes\": %llu,\n",
+                U(st->other_sizes_count), U(st->min_size), U(st->max_size), U(st->peak_live_objects),
+                U(st->peak_live_bytes), U(st->live_objects), U(st->live_bytes), U(st->arena_peak_bytes));
+        fprintf(o, "     \"lifetime\": {\"mean_ticks\": ");
+        jnum(o, st->frees ? (double)st->lifetime_ticks_sum / (double)st->frees : 0);
+        fprintf(o, ", \"median_ticks\": ");
+        jnum(o, mra_hist_quantile(st->hist_ticks, 0.5));
+        fprintf(o, ", \"p90_ticks\": ");
+        jnum(o, mra_hist_quantile(st->hist_ticks, 0.9));
+        fprintf(o, ", \"mean_ns\": ");
+        jnum(o, st->frees ? (double)st->lifetime_ns_sum / (double)st->frees : 0);
+        fprintf(o, ", \"median_ns\": ");
+        jnum(o, mra_hist_quantile(st->hist_ns, 0.5));
+        fprintf(o, ", \"p90_ns\": ");
+        jnum(o, mra_hist_quantile(st->hist_ns, 0.9));
+        fprintf(o, ", \"hist_ticks\": ");
+        jhist(o, st->hist_ticks);
+        fprintf(o, ", \"hist_ns\": ");
+        jhist(o, st->hist_ns);
+        fprintf(o, "},\n     \"freed_together_share\": ");
+        jnum(o, share(st->freed_together, st->frees));
+        fprintf(o, ", \"stack_like_share\": ");
+        jnum(o, share(st->stack_like, st->frees));
+        fprintf(o, ", \"remote_share\": ");
+        jnum(o, share(st->remote_frees, st->frees));
+        fprintf(o,
+                ", \"reallocs\": %llu, \"realloc_moves\": %llu, \"realloc_chain_max\": %llu, \"aligned\": %llu, "
+                "\"alloc_threads\": %llu,\n     \"recommendation\": \"%s\", \"thread_safe\": %s, \"pattern\": \"%s\", "
+                "\"reason\": ",
+                U(st->reallocs), U(st->realloc_moves), U(st->realloc_chain_max), U(st->aligned),
+                U(st->alloc_threads), mra_rec_name(s->rec), s->thread_safe ? "true" : "false",
+                s->pattern < MRA_PATTERNS ? patname[s->pattern] : "random");
+        jstr(o, s->reason);
+        fprintf(o, ",\n     \"predicted_saving_ns\": ");
+        jnum(o, s->predicted_saving_ns);
+        fprintf(o, ", \"predicted_saving_share\": ");
+        jnum(o, a->program_ns > 0 ? s->predicted_saving_ns / a->program_ns : 0);
+        fprintf(o, ", \"memory_delta_bytes\": %lld, \"retention_warning\": %s, \"sketch\": [",
+                (long long)s->memory_delta_bytes, s->retention_warning ? "true" : "false");
+        jstr(o, s->sketch[0]);
+        fputs(", ", o);
+        jstr(o, s->sketch[1]);
+        fprintf(o, "], \"raw_sites\": [");
+        for (size_t k = 0; k < s->nraw; k++)
+            fprintf(o, "%s%u", k ? "," : "", s->raw_ids[k]);
+        fprintf(o, "]}");
+    }
+    fprintf(o, "\n  ]\n}\n");
+}

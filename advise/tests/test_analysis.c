@@ -1,0 +1,871 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/tests/test_analysis.c -- memres-advise's analysis on synthetic
+ * profiles: no recorder, no calibration.
+ *
+ * Profiles are built in memory (struct mra_profile) with hand-set site
+ * statistics; their frames are real return addresses of this test's own
+ * functions (captured with backtrace(), so they resolve with this binary's
+ * debug information to known functions and lines), and the modules are
+ * this process's (dl_iterate_phdr).  mra_analyze runs with fixed costs
+ * (struct mra_costs filled by hand), so every figure is known:
+ *   - a wrapper frame (xmalloc, and a --wrapper name) is folded into its
+ *     caller, and the analysis lists what it folded;
+ *   - recursion collapses: stacks that differ only in how deep a recursive
+ *     function called itself are one site, their counts added;
+ *   - each rule gives its recommendation (arena for bursts and for objects
+ *     never freed, arena-rewind for stack-like frees, objpool for one
+ *     dominant size, pools for mixed small sizes, thread-safe when freed
+ *     elsewhere, none for big sizes and few allocations), and the reason
+ *     states the site's figures and the threshold;
+ *   - the predicted saving is count x (glibc's cost for the pattern -
+ *     memres' cost) at the size's class; never-freed objects are credited
+ *     half of glibc's pair less;
+ *   - the 2% rule: a saving below min_share of the run is no recommendation;
+ *   - the retention warning: an arena that would hold far more than the
+ *     program's peak;
+ *   - sites come out by predicted saving; the JSON report of an analysis
+ *     is valid JSON with the fields of DESIGN.md and the same figures; the
+ *     text report names the frames and the recommendation.
+ */
+#include <execinfo.h>
+#include <limits.h>
+#include <link.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "analysis.h"
+#include "kat_json.h"
+
+/* ---- stacks captured from this test's own functions ---- */
+
+#define CAP_MAX 32u
+
+typedef struct cap {
+    uint64_t frames[CAP_MAX];
+    unsigned n;
+    unsigned line; /* the line of the call that plays malloc's caller */
+} cap;
+
+/* Plays malloc: records the stack of its caller (frames[0] is in the
+ * function that called capture, as the recorder's frames[0] is in the
+ * caller of malloc). */
+static __attribute__((noinline)) void capture(cap *c)
+{
+    void *b[CAP_MAX + 1];
+    int n = backtrace(b, (int)CAP_MAX + 1);
+    c->n = 0;
+    for (int i = 1; i < n && c->n < CAP_MAX; i++)
+        c->frames[c->n++] = (uint64_t)(uintptr_t)b[i] - 1;
+    __asm__ volatile("" ::: "memory");
+}
+
+/* A wrapper with a built-in name. */
+static __attribute__((noinline)) void xmalloc(cap *c)
+{
+    capture(c);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* A wrapper only --wrapper names. */
+static __attribute__((noinline)) void my_alloc(cap *c)
+{
+    capture(c);
+    __asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void caller_a(cap *c)
+{
+    c->line = __LINE__; xmalloc(c);
+    __asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void caller_b(cap *c)
+{
+    c->line = __LINE__; capture(c);
+    __asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void caller_c(cap *c)
+{
+    c->line = __LINE__; my_alloc(c);
+    __asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void rec_build(cap *c, int d)
+{
+    if (d == 0) {
+        c->line = __LINE__; capture(c);
+    } else {
+        rec_build(c, d - 1);
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void rec_root(cap *c, int d)
+{
+    rec_build(c, d);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* Stacks that differ only in the depth of the recursion: one call site. */
+static __attribute__((noinline)) void rec_caps(cap *c, const int *depth, int n)
+{
+    for (int i = 0; i < n; i++)
+        rec_root(&c[i], depth[i]);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* ---- this process's modules ---- */
+
+static struct mra_raw_module mods[256];
+static size_t nmods;
+static char exe[PATH_MAX];
+
+static int add_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    if (nmods >= sizeof mods / sizeof *mods)
+        return 1;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uint64_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo)
+            lo = a;
+        if (a + ph->p_memsz > hi)
+            hi = a + ph->p_memsz;
+    }
+    if (hi <= lo)
+        return 0;
+    mods[nmods].bias = info->dlpi_addr;
+    mods[nmods].lo = lo;
+    mods[nmods].hi = hi;
+    mods[nmods].path = (char *)(info->dlpi_name && *info->dlpi_name ? info->dlpi_name : exe);
+    nmods++;
+    return 0;
+}
+
+/* ---- profiles ---- */
+
+#define MAX_SITES 16
+
+typedef struct synth {
+    struct mra_profile p;
+    struct mra_raw_site sites[MAX_SITES];
+    cap caps[MAX_SITES];
+} synth;
+
+/* costs: every class the same, so that each figure is simple */
+static struct mra_costs costs;
+
+static void costs_init(void)
+{
+    memset(&costs, 0, sizeof costs);
+    costs.version = 1;
+    snprintf(costs.machine, sizeof costs.machine, "synthetic");
+    for (unsigned c = 0; c < MRA_COST_CLASSES; c++) {
+        costs.glibc[MRA_PAT_LIFO][c] = 18;
+        costs.glibc[MRA_PAT_BATCH][c] = 22;
+        costs.glibc[MRA_PAT_RANDOM][c] = 30;
+        costs.glibc[MRA_PAT_REMOTE][c] = 60;
+        costs.arena[c] = 2;
+        costs.arena_rewind[c] = 1.5;
+        costs.objpool[c] = 4;
+        costs.pools[c] = 6;
+        costs.pools_ts[c] = 12;
+    }
+}
+
+/* A profile of a run of run_ns, the program's peak peak_bytes. */
+static void synth_init(synth *s, uint64_t run_ns, uint64_t peak_bytes)
+{
+    memset(s, 0, sizeof *s);
+    memcpy(s->p.h.magic, MRA_PROFILE_MAGIC, 8);
+    s->p.h.version = MRA_PROFILE_VERSION;
+    s->p.h.depth = CAP_MAX;
+    s->p.h.pid = (uint64_t)getpid();
+    s->p.h.start_ns = 1000000000ull;
+    s->p.h.end_ns = s->p.h.start_ns + run_ns;
+    s->p.h.peak_live_bytes = peak_bytes;
+    s->p.h.threads = 1;
+    size_t el = strlen(exe) < sizeof s->p.h.program - 1 ? strlen(exe) : sizeof s->p.h.program - 1;
+    memcpy(s->p.h.program, exe, el);
+    s->p.h.program[el] = '\0';
+    s->p.modules = mods;
+    s->p.nmodules = nmods;
+    s->p.sites = s->sites;
+}
+
+/* Site stats: n allocations of the given sizes (equal shares), all freed
+ * unless said otherwise by the caller afterwards. */
+static struct mra_site_stats stats_sizes(uint64_t n, const uint64_t *size, unsigned nsize)
+{
+    struct mra_site_stats st;
+    memset(&st, 0, sizeof st);
+    st.allocations = n;
+    st.frees = n;
+    st.min_size = UINT64_MAX;
+    for (unsigned i = 0; i < nsize; i++) {
+        uint64_t cnt = n / nsize + (i < n % nsize);
+        if (i < MRA_SIZES) {
+            st.sizes[i].size = size[i];
+            st.sizes[i].count = cnt;
+            st.nsizes++;
+        } else {
+            st.other_sizes_count += cnt;
+            st.sizes_overflow = 1;
+        }
+        st.bytes += cnt * size[i];
+        if (size[i] < st.min_size)
+            st.min_size = size[i];
+        if (size[i] > st.max_size)
+            st.max_size = size[i];
+    }
+    st.freed_bytes = st.bytes;
+    st.peak_live_objects = n / 100 + 1;
+    st.peak_live_bytes = st.peak_live_objects * (st.bytes / (n ? n : 1));
+    st.arena_peak_bytes = st.peak_live_bytes;
+    st.alloc_threads = 1;
+    st.lifetime_ticks_sum = n * 10;
+    st.lifetime_ns_sum = n * 100;
+    st.hist_ticks[mra_bucket(10)] = n;
+    st.hist_ns[mra_bucket(100)] = n;
+    st.last_tick = n;
+    return st;
+}
+
+static struct mra_site_stats stats_one(uint64_t n, uint64_t size)
+{
+    return stats_sizes(n, &size, 1);
+}
+
+/* Adds a site with stats st and the stack of c. */
+static struct mra_raw_site *synth_add(synth *s, const cap *c, struct mra_site_stats st)
+{
+    assert_true(s->p.nsites < MAX_SITES);
+    size_t i = s->p.nsites++;
+    s->caps[i] = *c;
+    s->sites[i].s = st;
+    s->sites[i].s.id = (uint32_t)i;
+    s->sites[i].s.nframes = c->n;
+    s->sites[i].frames = s->caps[i].frames;
+    return &s->sites[i];
+}
+
+typedef struct result {
+    struct mra_analysis a;
+    struct mra_symbols *sym;
+} result;
+
+static void analyze_with(synth *s, const struct mra_options *o, result *r)
+{
+    r->sym = mra_symbols_open(&s->p);
+    assert_non_null(r->sym);
+    assert_int_equal(mra_analyze(&s->p, r->sym, &costs, o, &r->a), 0);
+}
+
+static void analyze(synth *s, result *r)
+{
+    struct mra_options o;
+    mra_options_default(&o);
+    analyze_with(s, &o, r);
+}
+
+static void result_free(result *r)
+{
+    mra_analysis_free(&r->a);
+    mra_symbols_free(r->sym);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = p ? strrchr(p, '/') : NULL;
+    return b ? b + 1 : p;
+}
+
+/* The site whose first frame is at line of this file. */
+static const struct mra_site *site_at_line(const struct mra_analysis *a, unsigned line)
+{
+    for (size_t i = 0; i < a->nsites; i++) {
+        const struct mra_frame *f = &a->sites[i].frames[0];
+        if (a->sites[i].nframes > 0 && f->file && strcmp(base_name(f->file), "test_analysis.c") == 0 &&
+            f->line == line)
+            return &a->sites[i];
+    }
+    return NULL;
+}
+
+static void dump(const struct mra_analysis *a)
+{
+    for (size_t i = 0; i < a->nsites; i++) {
+        const struct mra_site *s = &a->sites[i];
+        fprintf(stderr, "  site %u: %s %s:%u (%u frames) %s: %s\n", s->id,
+                s->frames[0].function ? s->frames[0].function : "?",
+                s->frames[0].file ? base_name(s->frames[0].file) : "?", s->frames[0].line, s->nframes,
+                mra_rec_name(s->rec), s->reason);
+    }
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (hay == NULL || strstr(hay, needle) == NULL)
+        fprintf(stderr, "  \"%s\" not in \"%s\"\n", needle, hay ? hay : "(null)");
+    assert_non_null(hay);
+    assert_non_null(strstr(hay, needle));
+}
+
+static void assert_near(double got, double want, double rel)
+{
+    if (fabs(got - want) > rel * fabs(want) + 1e-9)
+        fprintf(stderr, "  got %.6g, want %.6g\n", got, want);
+    assert_true(fabs(got - want) <= rel * fabs(want) + 1e-9);
+}
+
+#define RUN_NS 100000000ull /* 100 ms */
+
+/* The default thresholds (the tests' figures sit well inside them). */
+static const struct mra_thresholds *def_th(void)
+{
+    static struct mra_options o;
+    static bool done;
+    if (!done) {
+        mra_options_default(&o);
+        done = true;
+    }
+    return &o.th;
+}
+
+/* "NAME >= P%" as a reason states a threshold. */
+static const char *threshold_text(const char *name, double share)
+{
+    static char b[4][64];
+    static unsigned k;
+    char *t = b[k++ % 4];
+    snprintf(t, sizeof b[0], "%s >= %.0f%%", name, 100 * share);
+    return t;
+}
+
+/* ---- tests ---- */
+
+static void test_rec_names(void **state)
+{
+    (void)state;
+    /* the synthetic figures below assume thresholds in these ranges */
+    assert_true(def_th()->together_share > 0.4 && def_th()->together_share <= 0.9);
+    assert_true(def_th()->stack_share > 0.2 && def_th()->stack_share <= 0.9);
+    assert_true(def_th()->dominant_size_share > 0.3 && def_th()->dominant_size_share <= 1.0);
+    assert_true(def_th()->remote_share < 0.5);
+    assert_true(def_th()->max_small_size >= 512 && def_th()->max_small_size < 65536);
+    assert_true(def_th()->min_allocations > 500 && def_th()->min_allocations <= 100000);
+    assert_true(def_th()->retention_warn > 1 && def_th()->retention_warn < 100);
+    assert_string_equal(mra_rec_name(MRA_NONE), "none");
+    assert_string_equal(mra_rec_name(MRA_ARENA), "arena");
+    assert_string_equal(mra_rec_name(MRA_ARENA_REWIND), "arena-rewind");
+    assert_string_equal(mra_rec_name(MRA_OBJPOOL), "objpool");
+    assert_string_equal(mra_rec_name(MRA_POOLS), "pools");
+    struct mra_options o;
+    mra_options_default(&o);
+    assert_int_equal(o.depth, 4);
+    assert_int_equal(o.top, 10);
+    assert_near(o.th.min_share, 0.02, 1e-12); /* the 2% */
+}
+
+/* The symbols resolve this test's frames to its functions and lines. */
+static void test_symbols(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 1 << 20);
+    cap c;
+    caller_b(&c);
+    synth_add(&s, &c, stats_one(10, 32));
+    struct mra_symbols *sym = mra_symbols_open(&s.p);
+    assert_non_null(sym);
+    const struct mra_frame *f = mra_symbols_get(sym, c.frames[0]);
+    assert_non_null(f);
+    assert_non_null(f->function);
+    assert_string_equal(f->function, "caller_b");
+    assert_non_null(f->file);
+    assert_string_equal(base_name(f->file), "test_analysis.c");
+    assert_int_equal(f->line, c.line);
+    assert_non_null(f->module);
+    mra_symbols_free(sym);
+}
+
+static void test_fold_wrapper(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 1 << 20);
+    cap a, b;
+    caller_a(&a); /* through xmalloc */
+    caller_b(&b); /* direct */
+    struct mra_site_stats st = stats_one(1000000, 32);
+    st.freed_together = 990000;
+    synth_add(&s, &a, st);
+    synth_add(&s, &b, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    assert_int_equal(r.a.nsites, 2);
+    const struct mra_site *sa = site_at_line(&r.a, a.line);
+    const struct mra_site *sb = site_at_line(&r.a, b.line);
+    assert_non_null(sa);
+    assert_non_null(sb);
+    assert_string_equal(sa->frames[0].function, "caller_a"); /* xmalloc folded */
+    assert_string_equal(sb->frames[0].function, "caller_b");
+    bool listed = false;
+    for (size_t i = 0; i < r.a.nfolded; i++)
+        listed = listed || (r.a.folded[i] && strcmp(r.a.folded[i], "xmalloc") == 0);
+    assert_true(listed);
+    assert_true(sa->nframes >= 2 && sa->nframes <= 4); /* --depth 4 */
+    assert_string_equal(sa->frames[1].function, "test_fold_wrapper");
+    result_free(&r);
+}
+
+static void test_fold_option(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 1 << 20);
+    cap c;
+    caller_c(&c); /* through my_alloc */
+    struct mra_site_stats st = stats_one(1000000, 32);
+    st.freed_together = 990000;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    assert_int_equal(r.a.nsites, 1);
+    assert_string_equal(r.a.sites[0].frames[0].function, "my_alloc"); /* not a built-in name */
+    result_free(&r);
+
+    struct mra_options o;
+    mra_options_default(&o);
+    const char *w[] = {"my_alloc"};
+    o.wrappers = w;
+    o.nwrappers = 1;
+    analyze_with(&s, &o, &r);
+    assert_int_equal(r.a.nsites, 1);
+    assert_string_equal(r.a.sites[0].frames[0].function, "caller_c");
+    assert_int_equal(r.a.sites[0].frames[0].line, c.line);
+    result_free(&r);
+}
+
+static void test_recursion(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 1 << 20);
+    cap c[4];
+    const int depth[4] = {1, 3, 6, 9};
+    rec_caps(c, depth, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_true(c[i].n > (unsigned)depth[i] + 2);
+        struct mra_site_stats st = stats_one(250000 + (uint64_t)i, 32);
+        st.freed_together = st.allocations - 100;
+        synth_add(&s, &c[i], st);
+    }
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    assert_int_equal(r.a.nsites, 1);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->nraw, 4);
+    assert_int_equal(m->s.allocations, 1000006);
+    assert_int_equal(m->s.frees, 1000006);
+    assert_string_equal(m->frames[0].function, "rec_build");
+    assert_int_equal(m->frames[0].line, c[0].line);
+    assert_true(m->nframes >= 2);
+    assert_string_equal(m->frames[1].function, "rec_root");
+    if (m->nframes >= 3)
+        assert_string_equal(m->frames[2].function, "rec_caps");
+    assert_int_equal(m->rec, MRA_ARENA);
+    result_free(&r);
+}
+
+/* freed in bursts: an arena; the saving is count x (batch - arena) */
+static void test_rule_arena(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 64 << 20);
+    cap c;
+    caller_b(&c);
+    struct mra_site_stats st = stats_one(1000000, 32);
+    st.freed_together = 990000;
+    st.stack_like = 10000;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_ARENA);
+    assert_int_equal(m->pattern, MRA_PAT_BATCH);
+    assert_false(m->thread_safe);
+    assert_near(m->predicted_saving_ns, 1e6 * (22 - 2), 1e-9);
+    assert_near(r.a.total_saving_ns, m->predicted_saving_ns, 1e-9);
+    assert_contains(m->reason, "99.0%");             /* the site's share */
+    assert_contains(m->reason, threshold_text("together_share", def_th()->together_share)); /* the rule's */
+    assert_contains(m->reason, "1000000 allocations"); /* the count */
+    assert_contains(m->reason, "20.00 ms");          /* the saving */
+    assert_false(m->retention_warning);
+    result_free(&r);
+}
+
+static void test_rule_arena_at_exit(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 64 << 20);
+    cap c;
+    caller_b(&c);
+    struct mra_site_stats st = stats_one(1000000, 48);
+    st.frees = 0;
+    st.freed_bytes = 0;
+    st.live_objects = 1000000;
+    st.live_bytes = st.bytes;
+    st.peak_live_objects = 1000000;
+    st.peak_live_bytes = st.bytes;
+    st.arena_peak_bytes = st.bytes;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_ARENA);
+    assert_contains(m->reason, "100.0% never freed");
+    assert_contains(m->reason, threshold_text("at_exit_share", def_th()->at_exit_share));
+    /* glibc never paid their free: half the pair is not saved */
+    assert_near(m->predicted_saving_ns, 1e6 * (22 - 2) - 1e6 * 0.5 * 22, 1e-9);
+    result_free(&r);
+}
+
+static void test_rule_arena_rewind(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 1 << 20);
+    cap c;
+    caller_b(&c);
+    const uint64_t sizes[3] = {64, 80, 96};
+    struct mra_site_stats st = stats_sizes(1200000, sizes, 3);
+    st.stack_like = 1140000; /* 95% */
+    st.freed_together = 700000;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_ARENA_REWIND);
+    assert_int_equal(m->pattern, MRA_PAT_LIFO);
+    assert_contains(m->reason, "95.0%");
+    assert_contains(m->reason, threshold_text("stack_share", def_th()->stack_share));
+    assert_near(m->predicted_saving_ns, 1.2e6 * (18 - 1.5), 1e-9);
+    result_free(&r);
+}
+
+static void test_rule_objpool(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 8 << 20);
+    cap c;
+    caller_b(&c);
+    struct mra_site_stats st = stats_one(1000000, 48);
+    st.freed_together = 300000;
+    st.stack_like = 50000;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_OBJPOOL);
+    assert_int_equal(m->pattern, MRA_PAT_RANDOM);
+    assert_false(m->thread_safe);
+    assert_contains(m->reason, "100.0% of allocations are 48 bytes");
+    assert_contains(m->reason, "dominant_size_share");
+    assert_near(m->predicted_saving_ns, 1e6 * (30 - 4), 1e-9);
+    assert_non_null(strstr(m->sketch[0], "mr_objpool_create(48"));
+    result_free(&r);
+}
+
+static void test_rule_pools(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 8 << 20);
+    cap c;
+    caller_b(&c);
+    const uint64_t sizes[6] = {24, 40, 64, 96, 160, 224};
+    struct mra_site_stats st = stats_sizes(1200000, sizes, 6);
+    st.freed_together = 400000;
+    st.stack_like = 20000;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_POOLS);
+    assert_false(m->thread_safe);
+    assert_contains(m->reason, "24..224 bytes");
+    assert_contains(m->reason, "max_small_size");
+    assert_near(m->predicted_saving_ns, 1.2e6 * (30 - 6), 1e-9);
+    assert_non_null(strstr(m->sketch[0], "mr_pools_create(NULL)"));
+    result_free(&r);
+}
+
+static void test_rule_pools_thread_safe(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 8 << 20);
+    cap c;
+    caller_b(&c);
+    const uint64_t sizes[4] = {16, 100, 300, 512};
+    struct mra_site_stats st = stats_sizes(1000000, sizes, 4);
+    st.remote_frees = 1000000; /* every one freed by another thread */
+    st.freed_together = 990000; /* the consumer frees in bursts: no arena across threads */
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_POOLS);
+    assert_true(m->thread_safe);
+    assert_int_equal(m->pattern, MRA_PAT_REMOTE);
+    assert_contains(m->reason, "thread-safe");
+    assert_contains(m->reason, "100.0% freed by another thread");
+    assert_near(m->predicted_saving_ns, 1e6 * (60 - 12), 1e-9);
+    assert_non_null(strstr(m->sketch[0], "thread_safe = true"));
+    result_free(&r);
+}
+
+static void test_rule_none(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 64 << 20);
+    cap c[2];
+    caller_a(&c[0]);
+    caller_b(&c[1]);
+    /* big sizes, freed one by one */
+    const uint64_t big[2] = {64 * 1024, 1 << 20};
+    struct mra_site_stats st = stats_sizes(100000, big, 2);
+    synth_add(&s, &c[0], st);
+    /* few allocations, freed together */
+    st = stats_one(500, 32);
+    st.freed_together = 499;
+    synth_add(&s, &c[1], st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    for (size_t i = 0; i < r.a.nsites; i++) {
+        assert_int_equal(r.a.sites[i].rec, MRA_NONE);
+        assert_true(r.a.sites[i].predicted_saving_ns == 0);
+        assert_contains(r.a.sites[i].reason, "none");
+    }
+    const struct mra_site *few = site_at_line(&r.a, c[1].line);
+    assert_non_null(few);
+    assert_contains(few->reason, "500 allocations");
+    assert_contains(few->reason, "min_allocations");
+    const struct mra_site *bigs = site_at_line(&r.a, c[0].line);
+    assert_non_null(bigs);
+    assert_contains(bigs->reason, "1048576");
+    assert_true(r.a.total_saving_ns == 0);
+    result_free(&r);
+}
+
+/* below 2% of the run: none, whatever the rule said */
+static void test_two_percent(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, 10000000000ull, 64 << 20); /* a 10 s run */
+    cap c;
+    caller_b(&c);
+    struct mra_site_stats st = stats_one(1000000, 32); /* 20 ms: 0.2% */
+    st.freed_together = 990000;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_NONE);
+    assert_true(m->predicted_saving_ns == 0);
+    assert_contains(m->reason, "min_share");
+    assert_contains(m->reason, "2%");
+    assert_contains(m->reason, "0.20%"); /* the site's share of the run */
+    result_free(&r);
+
+    /* at 2.5% of the run it is recommended */
+    synth_init(&s, 800000000ull, 64 << 20);
+    synth_add(&s, &c, st);
+    analyze(&s, &r);
+    assert_int_equal(r.a.sites[0].rec, MRA_ARENA);
+    result_free(&r);
+}
+
+static void test_retention(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 1 << 20); /* the program's peak: 1 MiB */
+    cap c[2];
+    caller_a(&c[0]);
+    caller_b(&c[1]);
+    struct mra_site_stats st = stats_one(1000000, 64);
+    st.freed_together = 950000;
+    st.peak_live_objects = 1000;
+    st.peak_live_bytes = 64000;
+    st.arena_peak_bytes = 64000000; /* its live count never reaches 0: an arena keeps it all */
+    synth_add(&s, &c[0], st);
+    st.arena_peak_bytes = 64000; /* reset where it empties: no more than its peak */
+    synth_add(&s, &c[1], st);
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    const struct mra_site *hold = site_at_line(&r.a, c[0].line);
+    const struct mra_site *ok = site_at_line(&r.a, c[1].line);
+    assert_non_null(hold);
+    assert_non_null(ok);
+    assert_int_equal(hold->rec, MRA_ARENA);
+    assert_int_equal(ok->rec, MRA_ARENA);
+    assert_true(hold->retention_warning);
+    assert_false(ok->retention_warning);
+    assert_true(hold->memory_delta_bytes > ok->memory_delta_bytes);
+    result_free(&r);
+}
+
+/* sites by predicted saving; the JSON and text reports say the same */
+static void test_order_and_reports(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 8 << 20);
+    cap c[3];
+    caller_a(&c[0]);
+    caller_b(&c[1]);
+    caller_c(&c[2]);
+    struct mra_site_stats st = stats_one(300000, 32);
+    st.freed_together = 290000;
+    synth_add(&s, &c[0], st); /* arena: 6 ms */
+    st = stats_one(1000000, 48);
+    synth_add(&s, &c[1], st); /* objpool: 26 ms */
+    st = stats_one(200, 16);
+    synth_add(&s, &c[2], st); /* none */
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    assert_int_equal(r.a.nsites, 3);
+    for (size_t i = 1; i < r.a.nsites; i++)
+        assert_true(r.a.sites[i - 1].predicted_saving_ns >= r.a.sites[i].predicted_saving_ns);
+    assert_int_equal(r.a.sites[0].rec, MRA_OBJPOOL);
+    assert_int_equal(r.a.sites[1].rec, MRA_ARENA);
+    assert_int_equal(r.a.sites[2].rec, MRA_NONE);
+    for (size_t i = 0; i < r.a.nsites; i++)
+        assert_int_equal(r.a.sites[i].id, i + 1);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mra_report_json(f, &r.a);
+    fclose(f);
+    kj doc;
+    const char *err = NULL;
+    size_t at = 0;
+    if (kj_parse(buf, len, &doc, &err, &at) != 0)
+        fprintf(stderr, "  not JSON: %s at %zu: %.80s\n", err, at, buf + (at > 20 ? at - 20 : 0));
+    assert_int_equal(kj_parse(buf, len, &doc, &err, &at), 0);
+    assert_int_equal((int)kj_num(kj_get(&doc, "version"), 0), 1);
+    assert_non_null(kj_str(kj_get(&doc, "program")));
+    assert_true(kj_get(&doc, "allocations") != NULL);
+    assert_true(kj_get(&doc, "frees") != NULL);
+    assert_true(kj_get(&doc, "peak_live_bytes") != NULL);
+    const kj *ss = kj_get(&doc, "sites");
+    assert_non_null(ss);
+    assert_int_equal(ss->n, 3);
+    static const char *const names[] = {"objpool", "arena", "none"};
+    for (size_t i = 0; i < 3; i++) {
+        const kj *js = &ss->items[i];
+        assert_string_equal(kj_str(kj_get(js, "recommendation")), names[i]);
+        assert_near(kj_num(kj_get(js, "predicted_saving_ns"), -1), r.a.sites[i].predicted_saving_ns, 1e-6);
+        assert_int_equal((long)kj_num(kj_get(js, "allocations"), -1), (long)r.a.sites[i].s.allocations);
+        assert_int_equal((long)kj_num(kj_get(js, "bytes"), -1), (long)r.a.sites[i].s.bytes);
+        assert_string_equal(kj_str(kj_get(js, "reason")), r.a.sites[i].reason);
+        static const char *const fields[] = {"id", "frames", "sizes", "peak_live", "freed_at_exit"};
+        for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+            assert_non_null(kj_get(js, fields[k]));
+        const kj *f0 = kj_at(kj_get(js, "frames"), 0);
+        assert_non_null(f0);
+        assert_string_equal(kj_str(kj_get(f0, "function")), r.a.sites[i].frames[0].function);
+        assert_string_equal(base_name(kj_str(kj_get(f0, "file"))), "test_analysis.c");
+        assert_int_equal((unsigned)kj_num(kj_get(f0, "line"), 0), r.a.sites[i].frames[0].line);
+        assert_non_null(kj_get(f0, "module"));
+    }
+    kj_free(&doc);
+    free(buf);
+
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mra_report_text(f, &r.a);
+    fclose(f);
+    char want[128];
+    snprintf(want, sizeof want, "test_analysis.c:%u", c[1].line);
+    assert_contains(buf, want);
+    assert_contains(buf, "caller_b");
+    assert_contains(buf, "objpool");
+    assert_contains(buf, r.a.sites[0].sketch[0]);
+    free(buf);
+
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mra_report_svg(f, &r.a);
+    fclose(f);
+    assert_contains(buf, "<svg");
+    assert_contains(buf, "</svg>");
+    assert_null(strstr(buf, "<script"));
+    free(buf);
+    result_free(&r);
+}
+
+int main(void)
+{
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 1;
+    exe[n] = '\0';
+    dl_iterate_phdr(add_module, NULL);
+    costs_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rec_names),
+        cmocka_unit_test(test_symbols),
+        cmocka_unit_test(test_fold_wrapper),
+        cmocka_unit_test(test_fold_option),
+        cmocka_unit_test(test_recursion),
+        cmocka_unit_test(test_rule_arena),
+        cmocka_unit_test(test_rule_arena_at_exit),
+        cmocka_unit_test(test_rule_arena_rewind),
+        cmocka_unit_test(test_rule_objpool),
+        cmocka_unit_test(test_rule_pools),
+        cmocka_unit_test(test_rule_pools_thread_safe),
+        cmocka_unit_test(test_rule_none),
+        cmocka_unit_test(test_two_percent),
+        cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_order_and_reports),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
