@@ -26,7 +26,8 @@
  * A request larger than the growth size gets a dedicated block (list `big`,
  * newest first) and the current block stays current, so the free tail of cur
  * is not wasted; when a block of the maximum size would hold it, the growth
- * size advances too, so that such requests soon fit regular blocks.  Rewind and reset move dedicated blocks to `big_spare`, from
+ * size advances too, so that such requests soon fit regular blocks.  Rewind
+ * and reset move dedicated blocks to `big_spare`, from
  * which later large requests are served first-fit (a miss returns one spare
  * upstream, so spares cannot pile up across cycles).
  *
