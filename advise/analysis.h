@@ -151,7 +151,8 @@ struct mra_site {
 
 struct mra_analysis {
     struct mra_profile_header h;
-    double program_ns;           /* end_ns - start_ns */
+    double program_ns;           /* the program's own time: end_ns - start_ns - recorder_ns */
+    double recorded_ns;          /* end_ns - start_ns: the run under the recorder */
     struct mra_site *sites;      /* by predicted saving, then bytes, descending */
     size_t nsites;
     const char **folded;         /* functions folded as wrappers (seen in stacks) */

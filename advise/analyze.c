@@ -639,9 +639,9 @@ static const double *memres_costs(const struct mra_costs *c, enum mra_rec r, boo
 
 /* The predicted saving of serving m's allocations from r instead of
  * glibc: per size in the site's table, count x (glibc's cost of the
- * pattern at the size's class - memres' cost at that class); the sizes
- * not in the table at their mean.  Never-freed objects are costed at half
- * of glibc's malloc+free pair (the program never paid their free). */
+ * pattern at the size's class - memres' cost at that class), the sizes not
+ * in the table at their mean; never-freed objects take off half of
+ * glibc's pair each (the program never paid their free). */
 static double saving_of(const struct msite *m, const struct mra_costs *c, enum mra_rec r, bool ts,
                         enum mra_pattern pat)
 {
@@ -649,12 +649,13 @@ static double saving_of(const struct msite *m, const struct mra_costs *c, enum m
     if (!mc)
         return 0;
     const struct mra_site_stats *s = &m->s;
-    double total = 0, counted = 0, counted_bytes = 0;
+    double glibc = 0, memres = 0, counted = 0, counted_bytes = 0;
     for (unsigned i = 0; i < s->nsizes; i++) {
         unsigned cl = mra_cost_class(s->sizes[i].size);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        total += (double)s->sizes[i].count * (c->glibc[pat][cl] - mc[cl]);
+        glibc += (double)s->sizes[i].count * c->glibc[pat][cl];
+        memres += (double)s->sizes[i].count * mc[cl];
         counted += (double)s->sizes[i].count;
         counted_bytes += (double)s->sizes[i].count * (double)s->sizes[i].size;
     }
@@ -666,18 +667,17 @@ static double saving_of(const struct msite *m, const struct mra_costs *c, enum m
         unsigned cl = mra_cost_class((uint64_t)mean);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        total += rest * (c->glibc[pat][cl] - mc[cl]);
+        glibc += rest * c->glibc[pat][cl];
+        memres += rest * mc[cl];
     }
-    /* never-freed objects: the free glibc never did is not saved (taken
-     * as half of glibc's pair) */
     if (s->allocations && s->live_objects) {
         double mean = (double)s->bytes / (double)s->allocations;
         unsigned cl = mra_cost_class((uint64_t)mean);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        total -= (double)s->live_objects * 0.5 * c->glibc[pat][cl];
+        glibc -= (double)s->live_objects * 0.5 * c->glibc[pat][cl];
     }
-    return total;
+    return glibc - memres;
 }
 
 static void judge(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
@@ -896,7 +896,14 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
 {
     memset(a, 0, sizeof *a);
     a->h = p->h;
-    a->program_ns = p->h.end_ns > p->h.start_ns ? (double)(p->h.end_ns - p->h.start_ns) : 0;
+    /* The program's own time: the recorded run less the recorder's time in
+     * its hooks (never below a tenth of the recorded run: the sample is an
+     * estimate). */
+    double rec = p->h.end_ns > p->h.start_ns ? (double)(p->h.end_ns - p->h.start_ns) : 0;
+    a->recorded_ns = rec;
+    a->program_ns = rec - (double)p->h.recorder_ns;
+    if (a->program_ns < rec / 10)
+        a->program_ns = rec / 10;
     a->costs = *c;
     a->opts = *o;
     if (a->opts.depth == 0)

@@ -14,7 +14,8 @@
  *                           --depth + MRA_FOLD_EXTRA, for folding)
  *   MEMRES_ADVISE_TRACE     path of the trace to write (optional)
  *   MEMRES_ADVISE_PRELOAD   LD_PRELOAD as it was before the driver added the
- *                           recorder ("" when unset): restored at start-up
+ *                           recorder, when it was set (absent: LD_PRELOAD was
+ *                           unset): restored at start-up
  */
 #ifndef MEMRES_ADVISE_FORMAT_H
 #define MEMRES_ADVISE_FORMAT_H
@@ -24,7 +25,7 @@
 /* ---- the profile ---- */
 
 #define MRA_PROFILE_MAGIC "MRADVPF1" /* 8 bytes, no NUL in the file */
-#define MRA_PROFILE_VERSION 1u
+#define MRA_PROFILE_VERSION 2u
 #define MRA_MAX_DEPTH 64u     /* frames per site, at most */
 #define MRA_FOLD_EXTRA 4u     /* frames recorded beyond --depth, for folding wrappers */
 #define MRA_HIST 48u          /* log2 buckets: 0 holds 0, b >= 1 holds [2^(b-1), 2^b) */
@@ -52,6 +53,8 @@ struct mra_profile_header {
     uint64_t nmodules, nsites;
     uint64_t trace_events;       /* events written to the trace (0 without one) */
     uint64_t trace_bytes;
+    uint64_t recorder_ns;        /* the recorder's own time in its hooks (sampled, all
+                                    threads): the program alone ran about end - start - this */
     char program[256];           /* /proc/self/exe, NUL-terminated */
 };
 
@@ -86,8 +89,8 @@ struct mra_site_stats {
     uint64_t lifetime_ticks_sum, lifetime_ns_sum; /* over frees */
     uint64_t hist_ticks[MRA_HIST];  /* lifetimes on the allocation clock */
     uint64_t hist_ns[MRA_HIST];     /* lifetimes in ns */
-    uint64_t freed_together;     /* frees that follow a free of the same site on the same
-                                    thread with no allocation of that thread between */
+    uint64_t freed_together;     /* frees that follow another free (of any site) on the
+                                    same thread with no allocation of that thread between */
     uint64_t stack_like;         /* frees of the site's youngest live object (on the
                                     freeing thread) */
     uint64_t remote_frees;       /* freed by another thread than the allocating one */

@@ -209,7 +209,10 @@ static void child_exec(char **argv, const char *recorder, const char *profile, c
     char d[16];
     snprintf(d, sizeof d, "%u", depth);
     int e = 0;
-    e |= setenv("MEMRES_ADVISE_PRELOAD", orig ? orig : "", 1);
+    if (orig)
+        e |= setenv("MEMRES_ADVISE_PRELOAD", orig, 1);
+    else
+        unsetenv("MEMRES_ADVISE_PRELOAD");
     e |= pre ? setenv("LD_PRELOAD", pre, 1) : -1;
     e |= setenv("MEMRES_ADVISE_PROFILE", profile, 1);
     e |= setenv("MEMRES_ADVISE_DEPTH", d, 1);

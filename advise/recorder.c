@@ -33,8 +33,8 @@
  *     thread exit, process exit (the profile, written with write(2) to a
  *     temporary name and renamed).
  *
- * What it cannot see: a process ending by _exit, a signal or exec writes no
- * profile (nor trace); allocations made before its constructor ran (by
+ * What it cannot see: a process ending by _exit or a signal writes no
+ * profile (nor trace; an exec writes them first); allocations made before its constructor ran (by
  * ld.so and the constructors of libraries initialised before it) are not
  * recorded, nor are calls that bypass malloc (mmap, __libc_malloc).
  */
@@ -44,6 +44,7 @@
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -121,6 +122,7 @@ static _Atomic int g_multi;              /* a second thread has recorded */
 static _Atomic uint64_t g_tick = 1;      /* the allocation clock */
 static _Atomic uint32_t g_nthreads;
 static _Atomic uint64_t g_foreign;
+static _Atomic uint64_t g_hook_time;     /* merged tstate.hook_time */
 static _Atomic uint64_t g_max_tick;
 static uint64_t g_start_ns;
 static char g_profile[4096];
@@ -356,6 +358,9 @@ struct fc_ent {
 struct tstate {
     uint32_t index;
     uint32_t last_free_site;     /* 0 after an allocation */
+    uint32_t samp_left, samp_gap; /* events to the next timed one, of a gap of */
+    uint32_t samp_rng;
+    uint64_t hook_time;          /* the recorder's own time in hooks, sampled (now_time units) */
     uint64_t tick_next, tick_end, last_tick;
     uintptr_t stk_lo, stk_hi;
     uint32_t verify_ctr, verify_every, fc_epoch;
@@ -391,6 +396,26 @@ static inline uint64_t thread_time(struct tstate *ts)
     if (now > ts->t_cur)
         ts->t_cur = now;
     return ts->t_cur;
+}
+
+/* Timed samples: about one hook in SAMPLE_EVERY of a thread (the gap drawn
+ * from [SAMPLE_EVERY / 2 + 1, 3 * SAMPLE_EVERY / 2], so that no periodic
+ * pattern of the program aliases with it) has the recorder's own part
+ * timed (glibc's call inside it left out), weighed by the gap that led to
+ * it: the recorder's time, which the analysis takes off the recorded run.
+ * (Timing glibc's part per call does not work where the clock is coarse:
+ * this project's virtual machines step rdtsc by 26 cycles, about 10 ns.) */
+#define SAMPLE_EVERY 64u
+static inline uint32_t sample_now(struct tstate *ts)
+{
+    if (LIKELY(--ts->samp_left != 0))
+        return 0;
+    uint32_t w = ts->samp_gap;
+    ts->samp_rng ^= ts->samp_rng << 13;
+    ts->samp_rng ^= ts->samp_rng >> 17;
+    ts->samp_rng ^= ts->samp_rng << 5;
+    ts->samp_gap = ts->samp_left = SAMPLE_EVERY / 2 + 1 + (ts->samp_rng % SAMPLE_EVERY);
+    return w;
 }
 
 struct gmerged {                 /* merged figures, under g_merge_mu */
@@ -943,6 +968,8 @@ static COLD struct tstate *thread_register(void)
     ts->fc_epoch = atomic_load_explicit(&g_fc_epoch, memory_order_relaxed);
     ts->t_cur = ts->t_last = now_time();
     ts->t_left = 1;
+    ts->samp_left = ts->samp_gap = SAMPLE_EVERY;
+    ts->samp_rng = (uint32_t)mix64(g_secret ^ ts->index) | 1u;
     ts->verify_every = VERIFY_FIRST;
     for (unsigned i = 0; i < MRA_MAX_DEPTH; i++)
         ts->memo[i] = MEMO_NONE;
@@ -1294,7 +1321,10 @@ static void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
     s->lifetime_ns_sum += lns;
     s->hist_ticks[mra_bucket(life)]++;
     s->hist_ns[mra_bucket(lns)]++;
-    if (ts->last_free_site == site)
+    /* a burst: this free follows another free of this thread with no
+     * allocation between, of any site (a recursive builder's levels are
+     * distinct raw sites that die together) */
+    if (ts->last_free_site != 0)
         s->freed_together++;
     ts->last_free_site = site;
     if ((h->tick_thread & THR_MASK) != (ts->index & THR_MASK))
@@ -1366,9 +1396,13 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
         tls_guard--;
         return align > 16 ? __libc_memalign(align, n) : zero ? __libc_calloc(1, n) : __libc_malloc(n);
     }
+    uint32_t timed = sample_now(ts);
+    uint64_t t0 = timed ? now_time() : 0, t1 = 0, t2 = 0;
     uint64_t fr[MRA_MAX_DEPTH];
     unsigned nf = capture(ts, ra, cfa, fr);
     uint32_t site = site_lookup(ts, fr, nf);
+    if (UNLIKELY(timed))
+        t1 = now_time();
     void *raw, *p;
     unsigned alog = 4;
     if (align > 16) {
@@ -1379,6 +1413,8 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
         raw = zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR);
         p = raw ? (char *)raw + HDR : NULL;
     }
+    if (UNLIKELY(timed))
+        t2 = now_time();
     if (LIKELY(p != NULL)) {
         if (LIKELY(site != 0)) {
             note_alloc(ts, site, p, n, alog, align);
@@ -1389,6 +1425,8 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
             h->tag_site = (uint64_t)tag_of(p) << 32;
         }
     }
+    if (UNLIKELY(timed))
+        ts->hook_time += (t1 - t0 + now_time() - t2) * timed;
     tls_guard--;
     return p;
 }
@@ -1404,14 +1442,25 @@ static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
     return rec_alloc(n, 0, false, ra, cfa);
 }
 
-static NOINLINE void rec_free(struct hdr *h, uint32_t site)
+/* Counts the free of a recorded object and frees it. */
+static NOINLINE void rec_free(struct hdr *h, uint32_t site, void *raw)
 {
     tls_guard++;
     struct tstate *ts = get_ts();
-    if (LIKELY(ts != NULL))
-        note_free(ts, h, site);
-    else
+    if (LIKELY(ts != NULL)) {
+        uint32_t w = sample_now(ts);
+        if (UNLIKELY(w != 0)) {
+            uint64_t t0 = now_time();
+            note_free(ts, h, site);
+            ts->hook_time += (now_time() - t0) * w;
+        } else {
+            note_free(ts, h, site);
+        }
+    } else {
         late_free(h, site);
+    }
+    h->tag_site = 0;
+    __libc_free(raw);
     tls_guard--;
 }
 
@@ -1428,9 +1477,11 @@ static inline void do_free(void *p)
     }
     struct hdr *h = hdr_of(p);
     uint32_t site = (uint32_t)w;
-    if (site != 0 && recording())
-        rec_free(h, site);
     void *raw = raw_of(p, h);
+    if (site != 0 && recording()) {
+        rec_free(h, site, raw);
+        return;
+    }
     h->tag_site = 0;
     __libc_free(raw);
 }
@@ -1669,6 +1720,8 @@ static void merge_thread(struct tstate *ts)
     for (uint32_t i = 1; i < lim; i++)
         if (ts->ls[i])
             merge_lsite(g_sites[i], ts->ls[i]);
+    atomic_fetch_add_explicit(&g_hook_time, ts->hook_time, memory_order_relaxed);
+    ts->hook_time = 0;
     uint64_t mt = atomic_load_explicit(&g_max_tick, memory_order_relaxed);
     if (ts->last_tick > mt)
         atomic_store_explicit(&g_max_tick, ts->last_tick, memory_order_relaxed);
@@ -1761,6 +1814,7 @@ static void finish_site(struct gsite *g, struct mra_site_stats *out)
     out->arena_peak_bytes = atomic_load_explicit(&g->arena_peak, memory_order_relaxed);
     if (out->allocations == 0)
         out->min_size = 0;
+
     qsort(g->mg->msz, g->mg->nmsz, sizeof g->mg->msz[0], cmp_size_count);
     out->nsizes = g->mg->nmsz < MRA_SIZES ? g->mg->nmsz : MRA_SIZES;
     memset(out->sizes, 0, sizeof out->sizes);
@@ -1821,6 +1875,9 @@ static void write_profile(uint64_t end_ns)
     h.trace_events = g_trace_events;
     h.trace_bytes = g_trace_fd >= 0 ? g_trace_bytes + sizeof(struct mra_trace_header) : 0;
     pthread_mutex_unlock(&g_trace_mu);
+    h.recorder_ns = atomic_load_explicit(&g_hook_time, memory_order_relaxed);
+    if (g_use_tsc)
+        h.recorder_ns = time_to_ns(h.recorder_ns);
     memcpy(h.program, g_exe, sizeof h.program);
     h.program[sizeof h.program - 1] = 0;
     wb_put(w, &h, sizeof h);
@@ -1848,11 +1905,12 @@ static void write_profile(uint64_t end_ns)
         unlink(tmp);
 }
 
-__attribute__((destructor(101))) static void rec_fini(void)
+/* Merges every thread's figures, writes the profile and puts the trace
+ * under its name; `closing`: the process ends (the trace is closed),
+ * else an exec is about to replace it (the trace stays open, to go on if
+ * the exec fails: it is close-on-exec). */
+static void flush_all(bool closing)
 {
-    int expect = ST_REC;
-    if (!atomic_compare_exchange_strong(&g_state, &expect, ST_DONE))
-        return;
     tls_guard++;
     int e = errno;
     uint64_t end_ns = mono_ns();
@@ -1868,16 +1926,180 @@ __attribute__((destructor(101))) static void rec_fini(void)
         char tmp[4200];
         snprintf(tmp, sizeof tmp, "%s.tmp.%ld", g_trace_path, (long)getpid());
         pthread_mutex_lock(&g_trace_mu);
-        if (close(g_trace_fd) == 0)
-            rename(tmp, g_trace_path);
-        else
-            unlink(tmp);
-        g_trace_fd = -1;
+        if (!closing) {
+            rename(tmp, g_trace_path); /* a second rename (at exit) finds nothing */
+        } else {
+            struct stat st;
+            if (close(g_trace_fd) == 0) {
+                if (stat(tmp, &st) == 0)
+                    rename(tmp, g_trace_path);
+            } else {
+                unlink(tmp);
+            }
+            g_trace_fd = -1;
+        }
         pthread_mutex_unlock(&g_trace_mu);
     }
     pthread_mutex_unlock(&g_merge_mu);
     errno = e;
     tls_guard--;
+}
+
+__attribute__((destructor(101))) static void rec_fini(void)
+{
+    int expect = ST_REC;
+    if (!atomic_compare_exchange_strong(&g_state, &expect, ST_DONE))
+        return;
+    flush_all(true);
+}
+
+/* ---- exec: the profile so far is written before the image is replaced;
+ * the new program is not profiled (the recorder's variables left the
+ * environment at start-up); if the exec fails, recording goes on and the
+ * profile is written again at exit ---- */
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+static void *real_fn(void **slot, const char *name)
+{
+    void *f = atomic_load_explicit((void *_Atomic *)slot, memory_order_acquire);
+    if (!f) {
+        tls_guard++;
+        f = dlsym(RTLD_NEXT, name);
+        tls_guard--;
+        atomic_store_explicit((void *_Atomic *)slot, f, memory_order_release);
+    }
+    return f;
+}
+
+static void before_exec(void)
+{
+    if (atomic_load_explicit(&g_state, memory_order_acquire) == ST_REC && !tls_guard)
+        flush_all(false);
+}
+
+static void *g_execve, *g_execvpe, *g_fexecve, *g_execveat;
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    execve_fn f;
+    void *sym = real_fn(&g_execve, "execve");
+    memcpy(&f, &sym, sizeof f);
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    before_exec();
+    return f(path, argv, envp);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    execvpe_fn f;
+    void *sym = real_fn(&g_execvpe, "execvpe");
+    memcpy(&f, &sym, sizeof f);
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    before_exec();
+    return f(file, argv, envp);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    fexecve_fn f;
+    void *sym = real_fn(&g_fexecve, "fexecve");
+    memcpy(&f, &sym, sizeof f);
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    before_exec();
+    return f(fd, argv, envp);
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+    execveat_fn f;
+    void *sym = real_fn(&g_execveat, "execveat");
+    memcpy(&f, &sym, sizeof f);
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    before_exec();
+    return f(dirfd, path, argv, envp, flags);
+}
+
+/* execl, execlp, execle: the arguments gathered into an array on the
+ * stack (the kernel limits them far below what a stack holds), then the
+ * array form; execle's environment follows the terminating NULL. */
+#define EXEC_ARGV_STACK 256u
+#define EXEC_ARGS(first, ap, argv, n)                                                     \
+    size_t n = 1;                                                                         \
+    va_start(ap, first);                                                                  \
+    while (va_arg(ap, char *) != NULL)                                                    \
+        n++;                                                                              \
+    va_end(ap);                                                                           \
+    char *argv_stack_[EXEC_ARGV_STACK];                                                   \
+    char **argv = argv_stack_;                                                            \
+    if (n >= EXEC_ARGV_STACK && !(argv = __libc_malloc((n + 1) * sizeof *argv))) {        \
+        errno = E2BIG;                                                                    \
+        return -1;                                                                        \
+    }                                                                                     \
+    argv[0] = (char *)(first);                                                            \
+    va_start(ap, first);                                                                  \
+    for (size_t i_ = 1; i_ <= n; i_++)                                                    \
+        argv[i_] = va_arg(ap, char *)
+
+/* the exec, then (it failed) the array freed */
+static int exec_done(int r, char **argv, char **stack)
+{
+    if (argv != stack) {
+        int e = errno;
+        __libc_free(argv);
+        errno = e;
+    }
+    return r;
+}
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    EXEC_ARGS(arg, ap, argv, n);
+    va_end(ap);
+    return exec_done(execve(path, argv, environ), argv, argv_stack_);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    EXEC_ARGS(arg, ap, argv, n);
+    va_end(ap);
+    return exec_done(execvpe(file, argv, environ), argv, argv_stack_);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    EXEC_ARGS(arg, ap, argv, n);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return exec_done(execve(path, argv, envp), argv, argv_stack_);
 }
 
 /* ---- start-up ---- */
@@ -1950,8 +2172,10 @@ __attribute__((constructor(101))) static void rec_init(void)
     env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
     env_take("MEMRES_ADVISE_STACK", stack, sizeof stack, &have_stack); /* for measurements */
     env_clean();
-    if (have_preload) {
-        if (preload[0])
+    /* LD_PRELOAD as it was before the driver: set (possibly to "") when
+     * the driver passed it, unset when it did not */
+    if (have_prof) {
+        if (have_preload)
             setenv("LD_PRELOAD", preload, 1);
         else
             unsetenv("LD_PRELOAD");

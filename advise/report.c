@@ -119,11 +119,12 @@ static void print_thresholds(FILE *o, const struct mra_thresholds *t)
 
 void mra_report_text(FILE *o, const struct mra_analysis *a)
 {
-    char b1[64], b2[64], b3[64], b4[64];
+    char b1[64], b2[64], b3[64], b4[64], b5[64];
     const struct mra_profile_header *h = &a->h;
     fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
-    fprintf(o, "run time %s (under the recorder); %s allocations, %s frees, %s reallocs, %s requested\n",
-            fmt_ns(b1, sizeof b1, a->program_ns), fmt_count(b2, sizeof b2, h->allocations),
+    fprintf(o, "run time %s without the recorder's own %s; %s allocations, %s frees, %s reallocs, %s requested\n",
+            fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b5, sizeof b5, a->recorded_ns - a->program_ns),
+            fmt_count(b2, sizeof b2, h->allocations),
             fmt_count(b3, sizeof b3, h->frees), fmt_count(b4, sizeof b4, h->reallocs),
             fmt_bytes((char[32]){ 0 }, 32, (double)h->bytes));
     fprintf(o, "peak live %s in %s objects; at exit %s in %s objects; %llu thread%s; %llu foreign frees\n",
@@ -290,6 +291,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     jstr(o, h->program);
     fprintf(o, ",\n  \"pid\": %llu,\n  \"run_time_ns\": ", U(h->pid));
     jnum(o, a->program_ns);
+    fprintf(o, ",\n  \"recorded_time_ns\": ");
+    jnum(o, a->recorded_ns);
     fprintf(o,
             ",\n  \"allocations\": %llu,\n  \"frees\": %llu,\n  \"reallocs\": %llu,\n  \"bytes\": %llu,\n"
             "  \"peak_live_bytes\": %llu,\n  \"peak_live_objects\": %llu,\n  \"live_bytes_at_exit\": %llu,\n"

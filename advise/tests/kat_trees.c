@@ -8,7 +8,8 @@
  * depth d, each built recursively, walked and freed whole.  Every node
  * comes from one line (KAT-SITE below) through the allocation wrapper
  * xmalloc; the trees are freed whole, so the answer is an arena, reset per
- * tree.  The memres variant applies that advice: one mr_arena for the
+ * tree (or an arena with marks, where a recursion level's nodes also die
+ * in reverse order of birth: rewinding to a mark is a reset).  The memres variant applies that advice: one mr_arena for the
  * trees, mr_arena_reset after each, and one for the long-lived tree.
  *
  * stdout: the program's lines and a checksum (the same in both variants);
@@ -44,7 +45,7 @@ static uint64_t site_count;
 
 static node *make(int d)
 {
-    node *n = xmalloc(sizeof *n); /* KAT-SITE: arena */
+    node *n = xmalloc(sizeof *n); /* KAT-SITE: arena arena-rewind */
     site_count++;
     if (d > 0) {
         n->left = make(d - 1);
