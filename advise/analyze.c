@@ -736,7 +736,7 @@ static void judge(struct msite *m, const struct mra_analysis *a, const struct mr
     } else if (!ts && together >= th->together_share) {
         r = MRA_ARENA;
         snprintf(rule, sizeof rule,
-                 "%.1f%% freed together in bursts of the site or never freed (%.1f%% never freed; "
+                 "%.1f%% freed together (in bursts that leave nothing younger of the site live) or never freed (%.1f%% never freed; "
                  "together_share >= %.0f%%): reset the arena where the burst frees%s",
                  100 * together, 100 * never, 100 * th->together_share, thr);
     } else if (dominant >= th->dominant_size_share && dsize <= th->max_small_size) {

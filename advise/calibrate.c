@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,17 +125,45 @@ static size_t objpool_per_block(size_t size)
 
 /* ---- one run of one cell: ns per allocation ---- */
 
+/* A cell's clocks: a first round that warms up (not counted), then rounds
+ * until CELL_NS of wall time have passed; the result is the CPU time per
+ * operation of the counted rounds. */
+struct cell {
+    uint64_t t0, c0, ops;
+    bool warm;
+};
+
+static void cell_init(struct cell *c)
+{
+    c->t0 = c->c0 = c->ops = 0;
+    c->warm = true;
+}
+
+/* After a round of n operations: whether to run another. */
+static bool cell_round(struct cell *c, uint64_t n)
+{
+    if (c->warm) {
+        c->warm = false;
+        c->t0 = now_ns();
+        c->c0 = cpu_ns();
+        return true;
+    }
+    c->ops += n;
+    return now_ns() - c->t0 < CELL_NS;
+}
+
+static double cell_result(const struct cell *c)
+{
+    return (double)(cpu_ns() - c->c0) / (double)c->ops;
+}
+
 #define STACK_DEPTH 16
 
 static double run_glibc_lifo(size_t size, void **v)
 {
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    for (int warm = 1;; warm = 0) {
-        if (warm == 0 && t0 == 0) {
-            t0 = now_ns();
-            c0 = cpu_ns();
-            ops = 0;
-        }
+    struct cell c;
+    cell_init(&c);
+    do {
         /* freed at once, then in reverse order */
         void *p = malloc(size);
         touch(p, size);
@@ -145,38 +174,24 @@ static double run_glibc_lifo(size_t size, void **v)
         }
         for (int i = STACK_DEPTH - 1; i >= 0; i--)
             free(v[i]);
-        ops += 1 + STACK_DEPTH;
-        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
-            c0 = cpu_ns() - c0; /* now the cell's CPU time */
-            break;
-        }
-    }
-    return (double)c0 / (double)ops;
+    } while (cell_round(&c, 1 + STACK_DEPTH));
+    return cell_result(&c);
 }
 
 static double run_glibc_batch(size_t size, void **v)
 {
     size_t n = live_count(size, 1024);
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    for (int warm = 1;; warm = 0) {
-        if (warm == 0 && t0 == 0) {
-            t0 = now_ns();
-            c0 = cpu_ns();
-            ops = 0;
-        }
+    struct cell c;
+    cell_init(&c);
+    do {
         for (size_t i = 0; i < n; i++) {
             v[i] = malloc(size);
             touch(v[i], size);
         }
         for (size_t i = 0; i < n; i++)
             free(v[i]);
-        ops += n;
-        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
-            c0 = cpu_ns() - c0; /* now the cell's CPU time */
-            break;
-        }
-    }
-    return (double)c0 / (double)ops;
+    } while (cell_round(&c, n));
+    return cell_result(&c);
 }
 
 static double run_glibc_random(size_t size, void **v)
@@ -187,28 +202,19 @@ static double run_glibc_random(size_t size, void **v)
         v[i] = malloc(size);
         touch(v[i], size);
     }
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    for (int warm = 1;; warm = 0) {
-        if (warm == 0 && t0 == 0) {
-            t0 = now_ns();
-            c0 = cpu_ns();
-            ops = 0;
-        }
+    struct cell c;
+    cell_init(&c);
+    do {
         for (int r = 0; r < 64; r++) {
             size_t i = (size_t)rng_next(&s) & (n - 1);
             free(v[i]);
             v[i] = malloc(size);
             touch(v[i], size);
         }
-        ops += 64;
-        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
-            c0 = cpu_ns() - c0; /* now the cell's CPU time */
-            break;
-        }
-    }
+    } while (cell_round(&c, 64));
     for (size_t i = 0; i < n; i++)
         free(v[i]);
-    return (double)c0 / (double)ops;
+    return cell_result(&c);
 }
 
 static double run_arena(size_t size, void **v)
@@ -217,26 +223,17 @@ static double run_arena(size_t size, void **v)
     if (!a)
         return -1;
     size_t n = live_count(size, 1024);
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    for (int warm = 1;; warm = 0) {
-        if (warm == 0 && t0 == 0) {
-            t0 = now_ns();
-            c0 = cpu_ns();
-            ops = 0;
-        }
+    struct cell c;
+    cell_init(&c);
+    do {
         for (size_t i = 0; i < n; i++) {
             v[i] = mr_arena_alloc(a, size);
             touch(v[i], size);
         }
         mr_arena_reset(a);
-        ops += n;
-        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
-            c0 = cpu_ns() - c0; /* now the cell's CPU time */
-            break;
-        }
-    }
+    } while (cell_round(&c, n));
     mr_arena_destroy(a);
-    return (double)c0 / (double)ops;
+    return cell_result(&c);
 }
 
 /* As replay.c does at an arena-rewind site: a mark before each allocation,
@@ -247,13 +244,9 @@ static double run_arena_rewind(size_t size, void **v)
     if (!a)
         return -1;
     mr_arena_mark m[STACK_DEPTH + 1];
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    for (int warm = 1;; warm = 0) {
-        if (warm == 0 && t0 == 0) {
-            t0 = now_ns();
-            c0 = cpu_ns();
-            ops = 0;
-        }
+    struct cell c;
+    cell_init(&c);
+    do {
         m[0] = mr_arena_save(a);
         void *p = mr_arena_alloc(a, size);
         touch(p, size);
@@ -265,14 +258,9 @@ static double run_arena_rewind(size_t size, void **v)
         }
         for (int i = STACK_DEPTH - 1; i >= 0; i--)
             mr_arena_rewind(a, m[i]);
-        ops += 1 + STACK_DEPTH;
-        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
-            c0 = cpu_ns() - c0; /* now the cell's CPU time */
-            break;
-        }
-    }
+    } while (cell_round(&c, 1 + STACK_DEPTH));
     mr_arena_destroy(a);
-    return (double)c0 / (double)ops;
+    return cell_result(&c);
 }
 
 static double run_objpool(size_t size, void **v)
@@ -288,27 +276,18 @@ static double run_objpool(size_t size, void **v)
         v[i] = mr_objpool_alloc(p);
         touch(v[i], size);
     }
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    for (int warm = 1;; warm = 0) {
-        if (warm == 0 && t0 == 0) {
-            t0 = now_ns();
-            c0 = cpu_ns();
-            ops = 0;
-        }
+    struct cell c;
+    cell_init(&c);
+    do {
         for (int r = 0; r < 64; r++) {
             size_t i = (size_t)rng_next(&s) & (n - 1);
             mr_objpool_free(p, v[i]);
             v[i] = mr_objpool_alloc(p);
             touch(v[i], size);
         }
-        ops += 64;
-        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
-            c0 = cpu_ns() - c0; /* now the cell's CPU time */
-            break;
-        }
-    }
+    } while (cell_round(&c, 64));
     mr_objpool_destroy(p);
-    return (double)c0 / (double)ops;
+    return cell_result(&c);
 }
 
 static double run_pools(size_t size, void **v)
@@ -322,27 +301,18 @@ static double run_pools(size_t size, void **v)
         v[i] = mr_pools_alloc(p, size, 16);
         touch(v[i], size);
     }
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    for (int warm = 1;; warm = 0) {
-        if (warm == 0 && t0 == 0) {
-            t0 = now_ns();
-            c0 = cpu_ns();
-            ops = 0;
-        }
+    struct cell c;
+    cell_init(&c);
+    do {
         for (int r = 0; r < 64; r++) {
             size_t i = (size_t)rng_next(&s) & (n - 1);
             mr_pools_free(p, v[i], size, 16);
             v[i] = mr_pools_alloc(p, size, 16);
             touch(v[i], size);
         }
-        ops += 64;
-        if (warm == 0 && now_ns() - t0 >= CELL_NS) {
-            c0 = cpu_ns() - c0; /* now the cell's CPU time */
-            break;
-        }
-    }
+    } while (cell_round(&c, 64));
     mr_pools_destroy(p);
-    return (double)c0 / (double)ops;
+    return cell_result(&c);
 }
 
 /* ---- remote frees: one thread allocates a batch, another frees it ----

@@ -89,10 +89,16 @@ struct mra_site_stats {
     uint64_t lifetime_ticks_sum, lifetime_ns_sum; /* over frees */
     uint64_t hist_ticks[MRA_HIST];  /* lifetimes on the allocation clock */
     uint64_t hist_ns[MRA_HIST];     /* lifetimes in ns */
-    uint64_t freed_together;     /* frees that follow another free (of any site) on the
-                                    same thread with no allocation of that thread between */
-    uint64_t stack_like;         /* frees of the site's youngest live object (on the
-                                    freeing thread) */
+    uint64_t freed_together;     /* frees in bursts (two or more frees of the site on one
+                                    thread, no allocation of that thread between; frees of
+                                    other sites may be in it) after which no object of the
+                                    site's group younger than the burst's oldest is live on
+                                    that thread: what an arena reset frees (counted on the
+                                    group's first site) */
+    uint64_t stack_like;         /* frees of the youngest live object (on the freeing
+                                    thread) of the site's group: the sites whose stacks
+                                    hold the same return addresses, in any order and
+                                    repetition (a recursion's paths) */
     uint64_t remote_frees;       /* freed by another thread than the allocating one */
     uint64_t reallocs;           /* realloc calls on the site's objects */
     uint64_t realloc_moves;      /* of which the object moved */

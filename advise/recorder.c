@@ -99,6 +99,7 @@ enum { STACK_CACHE, STACK_UNWIND, STACK_FP, STACK_RA };
 #define LSIZES 16u       /* sizes a thread counts per site between merges */
 #define GSIZES 32u       /* sizes kept per site when merging */
 #define RING 8u          /* recent live births per (thread, site): stack-like */
+#define BURST_SITES 16u  /* sites followed in one burst of frees */
 #define FC_SIZE 512u     /* per-thread frame-size cache */
 #define SC_SIZE 256u     /* per-thread site cache */
 #define FSZ_BITS 16u     /* global frame-size table: 2^16 entries */
@@ -343,6 +344,10 @@ struct lsite {
     uint64_t rlost, rlast_pop;
     uint64_t ring[RING];
     uint64_t tr_last_size;       /* trace: the last ALLOC size at this site */
+    struct lsite *grp;           /* this thread's lsite of the site's group (itself, or
+                                    the group's first site): its ring and bursts */
+    uint64_t burst_min;          /* the oldest birth freed in the thread's current burst */
+    uint32_t burst_n, burst_epoch; /* frees in it; the burst's number (0: none) */
     uint32_t nsz, sz_overflow;
     uint64_t sz_other;
     uint32_t counted;            /* counted in alloc_threads */
@@ -357,7 +362,8 @@ struct fc_ent {
 
 struct tstate {
     uint32_t index;
-    uint32_t last_free_site;     /* 0 after an allocation */
+    uint32_t burst_epoch, nburst; /* the current burst of frees: its number, its sites */
+    uint32_t burst_sites[BURST_SITES];
     uint32_t samp_left, samp_gap; /* events to the next timed one, of a gap of */
     uint32_t samp_rng;
     uint64_t hook_time;          /* the recorder's own time in hooks, sampled (now_time units) */
@@ -433,11 +439,14 @@ struct gsite {
     /* read-only after publication */
     uint64_t hash;
     uint32_t id, nframes;
+    uint32_t group;              /* the site whose ring and bursts this one shares */
     struct gmerged *mg;
     uint64_t frames[];
 };
 
 static _Atomic uint32_t *g_slots;        /* hash -> site id */
+static uint64_t *g_gkeys;                /* group key -> ... (under g_site_mu) */
+static uint32_t *g_gsite;                /* ... the group's first site */
 static struct gsite **g_sites;           /* id -> site */
 static _Atomic uint32_t g_nsites;
 static _Atomic uint64_t *g_fsz;          /* frame sizes */
@@ -862,6 +871,43 @@ static inline uint64_t frames_hash(const uint64_t *fr, unsigned n)
     return h;
 }
 
+/* A site's group: the sites whose stacks hold the same set of return
+ * addresses, which differ only by the order and repetition that recursion
+ * gives them (a tree builder's node at depth d returns through the left-
+ * and right-child calls in the order of its path: each path is a stack of
+ * its own, one object per tree).  Order and liveness -- the ring of
+ * stack-like frees, the bursts of freed-together ones -- are followed per
+ * group, so that the objects of one recursive structure are judged
+ * together.  The key: a sum over the distinct addresses, order-free. */
+static uint64_t group_key(const uint64_t *fr, unsigned n)
+{
+    uint64_t k = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned j = 0;
+        while (j < i && fr[j] != fr[i])
+            j++;
+        if (j == i)
+            k += mix64(fr[i] ^ UINT64_C(0x5bd1e9955bd1e995));
+    }
+    return k | 1u;
+}
+
+/* The group of a new site id (under g_site_mu). */
+static uint32_t group_of(const uint64_t *fr, unsigned n, uint32_t id)
+{
+    uint64_t k = group_key(fr, n);
+    size_t mask = ((size_t)1 << SLOT_BITS) - 1;
+    for (size_t i = (size_t)mix64(k) & mask;; i = (i + 1) & mask) {
+        if (g_gkeys[i] == k)
+            return g_gsite[i];
+        if (g_gkeys[i] == 0) {
+            g_gkeys[i] = k;
+            g_gsite[i] = id;
+            return id;
+        }
+    }
+}
+
 static COLD uint32_t site_create(const uint64_t *fr, unsigned n, uint64_t h)
 {
     int e = errno;
@@ -903,6 +949,7 @@ static COLD uint32_t site_create(const uint64_t *fr, unsigned n, uint64_t h)
     g->mg->m.nframes = n;
     g->mg->m.min_size = UINT64_MAX;
     memcpy(g->frames, fr, n * sizeof *fr);
+    g->group = group_of(fr, n, id);
     g_sites[id] = g;
     atomic_store_explicit(&g_nsites, id, memory_order_release);
     atomic_store_explicit(&g_slots[i], id, memory_order_release);
@@ -969,6 +1016,7 @@ static COLD struct tstate *thread_register(void)
     ts->t_cur = ts->t_last = now_time();
     ts->t_left = 1;
     ts->samp_left = ts->samp_gap = SAMPLE_EVERY;
+    ts->burst_epoch = 1;
     ts->samp_rng = (uint32_t)mix64(g_secret ^ ts->index) | 1u;
     ts->verify_every = VERIFY_FIRST;
     for (unsigned i = 0; i < MRA_MAX_DEPTH; i++)
@@ -1001,6 +1049,8 @@ static inline struct tstate *get_ts(void)
     return LIKELY(ts != NULL) ? ts : thread_register();
 }
 
+static inline struct lsite *lsite_get(struct tstate *ts, uint32_t site);
+
 static COLD struct lsite *lsite_slow(struct tstate *ts, uint32_t site)
 {
     int e = errno;
@@ -1023,6 +1073,10 @@ static COLD struct lsite *lsite_slow(struct tstate *ts, uint32_t site)
     if (l) {
         lsite_reset(l);
         ts->ls[site] = l;
+        uint32_t grp = g_sites[site]->group;
+        l->grp = grp == site ? l : lsite_get(ts, grp);
+        if (!l->grp)
+            l->grp = l;
     }
     errno = e;
     return l;
@@ -1189,6 +1243,28 @@ static inline void size_note(struct lsite *l, uint64_t n)
     l->sz_overflow = 1;
 }
 
+/* The end of a burst of frees (an allocation, or a merge): a group's frees
+ * in it count as freed together (on the group's first site) when there
+ * were two or more and no object of the group younger than the oldest of
+ * them is left live on the thread (the ring holds the youngest live ones):
+ * what an arena reset frees.  A collector's sweep, which also frees in
+ * bursts, leaves younger survivors. */
+static NOINLINE void burst_end(struct tstate *ts)
+{
+    for (uint32_t i = 0; i < ts->nburst; i++) {
+        struct lsite *l = lsite_get(ts, ts->burst_sites[i]);
+        if (!l || l->burst_epoch != ts->burst_epoch || l->burst_n < 2)
+            continue;
+        if (l->rcount != 0 && l->ring[(l->rhead + l->rcount - 1) % RING] > l->burst_min)
+            continue;
+        l->s.freed_together += l->burst_n;
+    }
+    ts->nburst = 0;
+    ts->burst_epoch++;
+    if (ts->burst_epoch == 0)
+        ts->burst_epoch = 1;
+}
+
 /* Writes p's header and counts the allocation (site != 0). */
 static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t n, unsigned alog,
                               size_t align)
@@ -1199,7 +1275,8 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
     h->size_misc = (uint64_t)n | (uint64_t)alog << 58;
     h->tick_thread = (tick & TICK_MASK) << THR_BITS | (ts->index & THR_MASK);
     h->tag_site = (uint64_t)tag_of(p) << 32 | site;
-    ts->last_free_site = 0;
+    if (UNLIKELY(ts->nburst != 0))
+        burst_end(ts);
     struct lsite *l = lsite_get(ts, site);
     if (UNLIKELY(!l))
         return;
@@ -1216,16 +1293,17 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
     if (align > 16)
         s->aligned++;
     size_note(l, n);
-    /* stack-like: push the birth */
-    if (l->rcount < RING) {
-        l->ring[(l->rhead + l->rcount) % RING] = tick;
-        l->rcount++;
+    /* stack-like: push the birth on the group's ring */
+    struct lsite *gr = l->grp;
+    if (gr->rcount < RING) {
+        gr->ring[(gr->rhead + gr->rcount) % RING] = tick;
+        gr->rcount++;
     } else {
-        l->ring[l->rhead] = tick;
-        l->rhead = (l->rhead + 1) % RING;
-        l->rlost++;
+        gr->ring[gr->rhead] = tick;
+        gr->rhead = (gr->rhead + 1) % RING;
+        gr->rlost++;
     }
-    l->rlast_pop = UINT64_MAX;
+    gr->rlast_pop = UINT64_MAX;
     live_add(g_sites[site], n);
     if (ts->tbuf) {
         uint8_t *q = tr_room(ts);
@@ -1321,16 +1399,24 @@ static void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
     s->lifetime_ns_sum += lns;
     s->hist_ticks[mra_bucket(life)]++;
     s->hist_ns[mra_bucket(lns)]++;
-    /* a burst: this free follows another free of this thread with no
-     * allocation between, of any site (a recursive builder's levels are
-     * distinct raw sites that die together) */
-    if (ts->last_free_site != 0)
-        s->freed_together++;
-    ts->last_free_site = site;
+    /* the burst: frees of this thread with no allocation between, of any
+     * sites, followed per group */
+    struct lsite *gr = l->grp;
+    if (gr->burst_epoch != ts->burst_epoch) {
+        if (UNLIKELY(ts->nburst == BURST_SITES))
+            burst_end(ts);
+        gr->burst_epoch = ts->burst_epoch;
+        gr->burst_min = birth;
+        gr->burst_n = 0;
+        ts->burst_sites[ts->nburst++] = g->group;
+    }
+    gr->burst_n++;
+    if (birth < gr->burst_min)
+        gr->burst_min = birth;
     if ((h->tick_thread & THR_MASK) != (ts->index & THR_MASK))
         s->remote_frees++;
     else
-        ring_free(l, birth, s);
+        ring_free(gr, birth, s);
     if (ts->tbuf) {
         uint8_t *q = tr_room(ts);
         q = mra_put_varint(q, mra_zigzag((int64_t)(ts->tr_prev_tick - birth)) << 2 | MRA_EV_FREE);
@@ -1715,6 +1801,8 @@ static void merge_lsite(struct gsite *g, struct lsite *l)
 /* under g_merge_mu */
 static void merge_thread(struct tstate *ts)
 {
+    if (ts->nburst != 0)
+        burst_end(ts);
     uint32_t ns = atomic_load_explicit(&g_nsites, memory_order_acquire);
     uint32_t lim = ts->lcap < ns + 1 ? ts->lcap : ns + 1;
     for (uint32_t i = 1; i < lim; i++)
@@ -1866,6 +1954,8 @@ static void write_profile(uint64_t end_ns)
     h.recorder_peak_bytes = atomic_load_explicit(&g_rec_mem_peak, memory_order_relaxed) +
                             resident(g_slots, sizeof(uint32_t) << SLOT_BITS) +
                             resident(g_sites, sizeof(struct gsite *) << SLOT_BITS) +
+                            resident(g_gkeys, sizeof(uint64_t) << SLOT_BITS) +
+                            resident(g_gsite, sizeof(uint32_t) << SLOT_BITS) +
                             resident(g_fsz, sizeof(uint64_t) << FSZ_BITS) +
                             (uint64_t)HDR * h.peak_live_objects;
     pthread_mutex_lock(&g_mod_mu);
@@ -2214,8 +2304,10 @@ __attribute__((constructor(101))) static void rec_init(void)
     g_exe[n > 0 ? (size_t)n : 0] = 0;
     g_slots = imap(sizeof(uint32_t) << SLOT_BITS);
     g_sites = imap(sizeof(struct gsite *) << SLOT_BITS);
+    g_gkeys = imap(sizeof(uint64_t) << SLOT_BITS);
+    g_gsite = imap(sizeof(uint32_t) << SLOT_BITS);
     g_fsz = imap(sizeof(uint64_t) << FSZ_BITS);
-    if (!g_slots || !g_sites || !g_fsz || pthread_key_create(&g_key, thread_exit) != 0) {
+    if (!g_slots || !g_sites || !g_gkeys || !g_gsite || !g_fsz || pthread_key_create(&g_key, thread_exit) != 0) {
         atomic_store(&g_state, ST_OFF);
         goto out;
     }

@@ -104,7 +104,7 @@ static void print_thresholds(FILE *o, const struct mra_thresholds *t)
     fprintf(o,
             "rules: none below min_allocations %llu or a saving below min_share %.0f%% of the run;\n"
             "       arena when >= at_exit_share %.0f%% never freed, or >= together_share %.0f%% freed in bursts "
-            "of the site or never freed;\n"
+            "that leave nothing younger of the site live, or never freed;\n"
             "       arena-rewind when >= stack_share %.0f%% of frees free the youngest live object;\n"
             "       objpool when one size <= max_small_size %llu B is >= dominant_size_share %.0f%% of "
             "allocations; pools when all sizes <= %llu B;\n"

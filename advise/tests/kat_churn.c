@@ -22,6 +22,9 @@
 
 #include "memres/objpool.h"
 
+#define KAT_NAME "kat_churn"
+#include "kat.h"
+
 #define SLOTS 100000u
 
 typedef struct record {
@@ -29,26 +32,6 @@ typedef struct record {
     uint64_t value[4];
     uint32_t slot, flags;
 } record; /* 48 bytes */
-
-void *xmalloc(size_t n);
-
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_churn: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static uint64_t site_count;
 

@@ -32,6 +32,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define KAT_NAME "kat_forkexec"
+#include "kat.h"
+
 #define PARENT_OBJECTS 1000
 #define CHILD_OBJECTS 5000
 #define EXEC_OBJECTS 7000
@@ -40,18 +43,6 @@ typedef struct obj {
     struct obj *next;
     uint64_t value;
 } obj;
-
-void *xmalloc(size_t n);
-
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_forkexec: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
 
 static obj *push(obj *list, uint64_t v)
 {

@@ -24,6 +24,9 @@
 
 #include "memres/pools.h"
 
+#define KAT_NAME "kat_mixed"
+#include "kat.h"
+
 #define SLOTS 65536u
 #define ALIGN ((size_t)alignof(max_align_t))
 
@@ -33,26 +36,6 @@ typedef struct msg {
     uint32_t size, tag;
     uint64_t body[1]; /* the rest of the message */
 } msg;
-
-void *xmalloc(size_t n);
-
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_mixed: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static uint64_t site_count;
 

@@ -23,6 +23,9 @@
 
 #include "memres/arena.h"
 
+#define KAT_NAME "kat_objects"
+#include "kat.h"
+
 enum { OBJ_BLOB, OBJ_TREE, OBJ_COMMIT, OBJ_TAG, OBJ_TYPES };
 
 static const size_t obj_size[OBJ_TYPES] = {40, 56, 72, 64};
@@ -44,14 +47,6 @@ __attribute__((noinline)) void *xcalloc(size_t count, size_t size)
         abort();
     }
     return p;
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
 }
 
 static uint64_t site_count;

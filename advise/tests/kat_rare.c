@@ -18,19 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define KAT_NAME "kat_rare"
+#include "kat.h"
+
 #define BUFFERS 12
-
-void *xmalloc(size_t n);
-
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_rare: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
 
 int main(int argc, char **argv)
 {

@@ -26,6 +26,9 @@
 
 #include "memres/arena.h"
 
+#define KAT_NAME "kat_request"
+#include "kat.h"
+
 #define MAX_TEMPS 100
 
 typedef struct response {
@@ -33,26 +36,6 @@ typedef struct response {
     uint64_t request, digest;
     char text[];
 } response;
-
-void *xmalloc(size_t n);
-
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_request: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static uint64_t temp_count, response_count;
 

@@ -23,32 +23,15 @@
 
 #include "memres/arena.h"
 
+#define KAT_NAME "kat_stack"
+#include "kat.h"
+
 #define MAX_TERMS 6u
 
 typedef struct frame {
     unsigned n, depth;
     uint64_t v[]; /* the operands of one sum */
 } frame;
-
-void *xmalloc(size_t n);
-
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_stack: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 /* ---- the generator ---- */
 

@@ -30,6 +30,9 @@
 
 #include "memres/pools.h"
 
+#define KAT_NAME "kat_threads"
+#include "kat.h"
+
 #define PAIRS 2
 #define RING 1024u
 #define ALIGN ((size_t)alignof(max_align_t))
@@ -56,26 +59,6 @@ typedef struct pair {
 } pair;
 
 static mr_pools *pools; /* the memres variant */
-
-void *xmalloc(size_t n);
-
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_threads: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static item *new_item(pair *pr, size_t size, uint64_t seq)
 {

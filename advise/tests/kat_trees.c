@@ -24,22 +24,12 @@
 
 #include "memres/arena.h"
 
+#define KAT_NAME "kat_trees"
+#include "kat.h"
+
 typedef struct node {
     struct node *left, *right;
 } node;
-
-void *xmalloc(size_t n);
-
-/* The allocation wrapper (external: not cloned or inlined away). */
-__attribute__((noinline)) void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fputs("kat_trees: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
 
 static uint64_t site_count;
 
