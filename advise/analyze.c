@@ -113,13 +113,13 @@ void mra_options_default(struct mra_options *o)
     o->th.min_allocations = 1000;
     /* Issue 25's accuracy target: nothing recommended below 2% of the run. */
     o->th.min_share = 0.02;
-    /* Of a site's objects, 80% freed in bursts (a free following a free
-     * with no allocation between) or never freed.  A burst of k frees
-     * counts k - 1, so 0.8 means cohorts of five or more on average;
-     * allocations and frees interleaved at random in equal numbers score
-     * about 0.5 (a free follows a free half the time: kat_churn measures
-     * 0.54), objects freed right after their allocation 0, whole trees and
-     * per-request temporaries 0.98 and more. */
+    /* Of a site's objects, 80% freed together or never freed: in bursts
+     * (two or more frees of the site's group with no allocation between)
+     * that leave no younger object of the group live, as an arena reset
+     * would.  Whole trees and per-request temporaries score 0.86-1.0
+     * (kat_trees, kat_request), allocations and frees at random 0.1
+     * (kat_churn), a collector's sweeps, which keep young objects, 0.1
+     * (Lua 5.4), objects freed right after their allocation 0. */
     o->th.together_share = 0.8;
     /* Mark/rewind needs nearly every free to be of the youngest live
      * object: a few out-of-order frees only delay memory's reuse. */
@@ -997,7 +997,8 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         free(idx);
         goto nomem;
     }
-    memcpy(a->folded, w.folded, w.nfolded * sizeof *a->folded);
+    if (w.nfolded)
+        memcpy(a->folded, w.folded, w.nfolded * sizeof *a->folded);
     a->nfolded = w.nfolded;
     free(idx);
     /* the raw lists not handed on */

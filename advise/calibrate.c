@@ -43,6 +43,7 @@
 #endif
 
 #define COSTS_VERSION 1u
+#define COST_MODEL 2u /* the cells as measured: a cache of another model is measured again */
 #define COSTS_MAGIC "memres-advise costs v1"
 
 /* The classes measured: 8, 32, 128, 512 B, 2, 8, 64 KiB, 1 MiB. */
@@ -157,10 +158,21 @@ static double cell_result(const struct cell *c)
     return (double)(cpu_ns() - c->c0) / (double)c->ops;
 }
 
+/* The stack-like pattern: up to STACK_DEPTH objects deep, at most
+ * STACK_BYTES live: a stack of temporaries.  (Deeper stacks of big blocks
+ * would measure glibc trimming its heap at every round, which a program's
+ * stack of a few 8 KiB buffers never makes it do.) */
 #define STACK_DEPTH 16
+#define STACK_BYTES ((size_t)64 << 10)
+static int stack_depth(size_t size)
+{
+    size_t d = STACK_BYTES / (size ? size : 1);
+    return d < 1 ? 1 : d > STACK_DEPTH ? STACK_DEPTH : (int)d;
+}
 
 static double run_glibc_lifo(size_t size, void **v)
 {
+    int depth = stack_depth(size);
     struct cell c;
     cell_init(&c);
     do {
@@ -168,13 +180,13 @@ static double run_glibc_lifo(size_t size, void **v)
         void *p = malloc(size);
         touch(p, size);
         free(p);
-        for (int i = 0; i < STACK_DEPTH; i++) {
+        for (int i = 0; i < depth; i++) {
             v[i] = malloc(size);
             touch(v[i], size);
         }
-        for (int i = STACK_DEPTH - 1; i >= 0; i--)
+        for (int i = depth - 1; i >= 0; i--)
             free(v[i]);
-    } while (cell_round(&c, 1 + STACK_DEPTH));
+    } while (cell_round(&c, 1 + (uint64_t)depth));
     return cell_result(&c);
 }
 
@@ -244,6 +256,7 @@ static double run_arena_rewind(size_t size, void **v)
     if (!a)
         return -1;
     mr_arena_mark m[STACK_DEPTH + 1];
+    int depth = stack_depth(size);
     struct cell c;
     cell_init(&c);
     do {
@@ -251,14 +264,14 @@ static double run_arena_rewind(size_t size, void **v)
         void *p = mr_arena_alloc(a, size);
         touch(p, size);
         mr_arena_rewind(a, m[0]);
-        for (int i = 0; i < STACK_DEPTH; i++) {
+        for (int i = 0; i < depth; i++) {
             m[i] = mr_arena_save(a);
             v[i] = mr_arena_alloc(a, size);
             touch(v[i], size);
         }
-        for (int i = STACK_DEPTH - 1; i >= 0; i--)
+        for (int i = depth - 1; i >= 0; i--)
             mr_arena_rewind(a, m[i]);
-    } while (cell_round(&c, 1 + STACK_DEPTH));
+    } while (cell_round(&c, 1 + (uint64_t)depth));
     mr_arena_destroy(a);
     return cell_result(&c);
 }
@@ -491,7 +504,7 @@ static void machine_name(char *out, size_t n)
         fclose(f);
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(out, n, "%s x%ld / memres-advise %s", model, ncpu, MEMRES_ADVISE_VERSION);
+    snprintf(out, n, "%s x%ld / memres-advise %s, cost model %u", model, ncpu, MEMRES_ADVISE_VERSION, COST_MODEL);
     /* one line, no spaces at the ends: it is a line of the cache file */
     for (char *p = out; *p; p++)
         if (*p == '\n' || *p == '\r')

@@ -89,7 +89,9 @@ static void usage(FILE *f)
             "  replay TRACE     replays a trace against glibc malloc and the recommended memres plan\n"
             "\n"
             "Environment: MEMRES_ADVISE_RECORDER (the recorder library), TMPDIR,\n"
-            "XDG_CACHE_HOME (the cached costs of this machine), MEMRES_ADVISE_RECALIBRATE=1.\n",
+            "XDG_CACHE_HOME (the cached costs of this machine), MEMRES_ADVISE_RECALIBRATE=1,\n"
+            "MEMRES_ADVISE_COSTS=FILE (costs from FILE, a cache file, instead of this machine's).\n"
+            "Documentation: docs/ADVISE.md.\n",
             MRA_MAX_DEPTH - MRA_FOLD_EXTRA);
 }
 

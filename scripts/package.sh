@@ -3,12 +3,14 @@
 # scripts/package.sh -- the Debian packages and the ways a project consumes
 # memres, checked end to end (scripts/test.sh runs it as its "package" step):
 #   1. a Release build in build-package/ and `cpack`: libmemres-dev,
-#      libmemres-lua-dev, libmemres-sqlite-dev (.deb) and a .tar.gz;
+#      libmemres-lua-dev, libmemres-sqlite-dev, memres-advise (.deb) and a
+#      .tar.gz;
 #   2. apt-get install ./*.deb; the install consumer (tests/install/) built
 #      against the installed files with find_package(memres) and with
 #      pkg-config, and the integrations' consumer (integrations/consumer/)
 #      with find_package(memres COMPONENTS lua sqlite) and pkg-config
-#      memres-lua / memres-sqlite; all run;
+#      memres-lua / memres-sqlite; all run; the installed memres-advise
+#      runs sort(1) and reports, its output unchanged;
 #   3. apt-get remove of the packages (also when a step failed);
 #   4. memres consumed from source by add_subdirectory and by FetchContent
 #      (tests/subproject/), built and run.
@@ -65,6 +67,16 @@ if [ "${MEMRES_PACKAGE_NO_INSTALL:-0}" != 1 ]; then
         $(pkg-config --cflags --libs "memres-$c")
       "$scratch/$c-pc"
     done
+  fi
+  if printf '%s\n' "${names[@]}" | grep -qx memres-advise; then
+    echo "== package: the installed memres-advise runs a program (sort) and reports"
+    seq 200000 | shuf --random-source=<(yes) >"$scratch/numbers"
+    env -u MEMRES_ADVISE_RECORDER XDG_CACHE_HOME="$scratch/cache" /usr/bin/memres-advise \
+      -o "$scratch/advise.txt" --json "$scratch/advise.json" -- sort -n "$scratch/numbers" >"$scratch/sorted"
+    sort -n "$scratch/numbers" | cmp - "$scratch/sorted"
+    grep -q '^== memres-advise: ' "$scratch/advise.txt"
+    grep -q '"version": 1' "$scratch/advise.json"
+    sed -n '2p' "$scratch/advise.txt" | sed 's/^/  /'
   fi
   remove
   trap - EXIT

@@ -113,12 +113,13 @@ echo "measured = malloc variant - memres variant (median of $REPS $CLOCK times e
 echo "predicted_saving_ns for the KAT-SITE line; target 0.65 <= predicted/measured <= 1.50"
 echo
 echo "'predicted' = the saving of the recommended site(s) (0 when judged none); 'estimate' = the analysis'"
-echo "figure before the 2% rule (from the reason of a site judged none); 'recorded' = the run under the recorder,"
-echo "the time the 2% rule divides by; 'replayed' = \`memres-advise replay\` of the run's trace (the whole"
+echo "figure before the 2% rule (from the reason of a site judged none); 'own ms' = the program's own time as the"
+echo "analysis estimates it (the run under the recorder less the recorder's sampled time in its hooks), the time"
+echo "the 2% rule divides by; 'replayed' = \`memres-advise replay\` of the run's trace (the whole"
 echo "recommended plan); ratio = estimate / measured"
 echo
 printf '%-12s %-10s %-13s %9s %9s %11s %10s %10s %9s %9s %6s %s\n' program args advice "malloc ms" "memres ms" \
-  "measured ms" "predicted" "estimate" "replayed" "recorded" ratio "in target"
+  "measured ms" "predicted" "estimate" "replayed" "own ms" ratio "in target"
 for k in "${KATS[@]}"; do
   set -- $k
   name=$1 src=$2 args=$3
@@ -157,7 +158,7 @@ done
 [ $OVERHEAD = 1 ] || exit 0
 echo
 echo "recording overhead: wall ms (x native); memres-advise = the whole command (run, analysis, report),"
-echo "'recorded run' = the program's own time under the recorder (the JSON's run_time_ns)"
+echo "'recorded run' = the program's run under the recorder (the JSON's recorded_time_ns)"
 echo "targets: recorded run <= 3x native (kat_trees), <= 1.5x (lua, sqlite); memres-advise <= 0.25x heaptrack"
 echo
 HT=$(command -v heaptrack || true)
@@ -171,7 +172,7 @@ overhead_row() { # label, command...
   "$ADV" -o "$WORK/ov.txt" --json "$WORK/ov.json" -- "$@" > /dev/null 2>&1 < "${STDIN:-/dev/null}"
   e=$(now_ns)
   a=$(( (e - s) / 1000000 ))
-  run=$(tr ',' '\n' < "$WORK/ov.json" | awk -F: '/"run_time_ns"/ { gsub(/[^0-9]/, "", $2); print int($2 / 1e6); exit }')
+  run=$(tr ',' '\n' < "$WORK/ov.json" | awk -F: '/"recorded_time_ns"/ { gsub(/[^0-9.eE+]/, "", $2); print int($2 / 1e6); exit }')
   if [ -n "$HT" ]; then
     s=$(now_ns)
     "$HT" -o "$WORK/ht" "$@" > /dev/null 2>&1 < "${STDIN:-/dev/null}"
