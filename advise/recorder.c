@@ -223,6 +223,7 @@ static uint64_t mono_ns(void)
 
 static bool g_use_tsc;
 static uint64_t g_tsc_mult = UINT64_C(1) << 32; /* ns = ticks * mult >> 32 */
+static uint64_t g_timer_cost;                   /* a timed empty interval, the least seen */
 
 static inline uint64_t now_time(void)
 {
@@ -261,6 +262,26 @@ static void clock_calibrate(void)
     g_tsc_mult = (uint64_t)mult;
     g_use_tsc = true;
 #endif
+}
+
+/* What an interval timed with nothing in it reads: taken off each timed
+ * sample of the recorder's own time. */
+static void timer_calibrate(void)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t a = now_time(), b = now_time();
+        if (b - a < best)
+            best = b - a;
+    }
+    g_timer_cost = best == UINT64_MAX ? 0 : best;
+}
+
+/* The interval [t0, t1] less the timer's own cost. */
+static inline uint64_t timed(uint64_t t0, uint64_t t1)
+{
+    uint64_t d = t1 - t0;
+    return d > g_timer_cost ? d - g_timer_cost : 0;
 }
 
 /* ---- the object header ---- */
@@ -1482,12 +1503,12 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
         tls_guard--;
         return align > 16 ? __libc_memalign(align, n) : zero ? __libc_calloc(1, n) : __libc_malloc(n);
     }
-    uint32_t timed = sample_now(ts);
-    uint64_t t0 = timed ? now_time() : 0, t1 = 0, t2 = 0;
+    uint32_t w = sample_now(ts);
+    uint64_t t0 = w ? now_time() : 0, t1 = 0, t2 = 0;
     uint64_t fr[MRA_MAX_DEPTH];
     unsigned nf = capture(ts, ra, cfa, fr);
     uint32_t site = site_lookup(ts, fr, nf);
-    if (UNLIKELY(timed))
+    if (UNLIKELY(w))
         t1 = now_time();
     void *raw, *p;
     unsigned alog = 4;
@@ -1499,7 +1520,7 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
         raw = zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR);
         p = raw ? (char *)raw + HDR : NULL;
     }
-    if (UNLIKELY(timed))
+    if (UNLIKELY(w))
         t2 = now_time();
     if (LIKELY(p != NULL)) {
         if (LIKELY(site != 0)) {
@@ -1511,8 +1532,8 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
             h->tag_site = (uint64_t)tag_of(p) << 32;
         }
     }
-    if (UNLIKELY(timed))
-        ts->hook_time += (t1 - t0 + now_time() - t2) * timed;
+    if (UNLIKELY(w))
+        ts->hook_time += (timed(t0, t1) + timed(t2, now_time())) * w;
     tls_guard--;
     return p;
 }
@@ -1538,7 +1559,7 @@ static NOINLINE void rec_free(struct hdr *h, uint32_t site, void *raw)
         if (UNLIKELY(w != 0)) {
             uint64_t t0 = now_time();
             note_free(ts, h, site);
-            ts->hook_time += (now_time() - t0) * w;
+            ts->hook_time += timed(t0, now_time()) * w;
         } else {
             note_free(ts, h, site);
         }
@@ -2333,6 +2354,7 @@ __attribute__((constructor(101))) static void rec_init(void)
     }
     _Unwind_Backtrace(noop_cb, NULL); /* libgcc's own set-up, here */
     clock_calibrate();
+    timer_calibrate();
     g_start_ns = mono_ns();
     atomic_compare_exchange_strong(&g_state, &expect, ST_REC);
 out:
