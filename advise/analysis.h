@@ -90,6 +90,8 @@ struct mra_costs {
     double objpool[MRA_COST_CLASSES];      /* mr_objpool_alloc + free, random order */
     double pools[MRA_COST_CLASSES];        /* mr_pools_alloc + free */
     double pools_ts[MRA_COST_CLASSES];     /* thread-safe pools, remote frees */
+    double glibc_batch_kept[MRA_COST_CLASSES]; /* glibc, batches, memory kept (no trim):
+                                                  a batch's first time */
 };
 
 /* The costs of this machine: from the cache ($XDG_CACHE_HOME or
@@ -149,6 +151,19 @@ struct mra_site {
     char sketch[2][160];         /* two lines of memres calls replacing malloc/free */
 };
 
+/* One mr_pools behind a function that many sites reach malloc from (an
+ * allocation wrapper), where the sites together, not alone, pass the 2%
+ * rule. */
+#define MRA_BEHIND_MAX 8u
+struct mra_behind {
+    struct mra_frame frame;      /* the function that calls malloc */
+    size_t nsites;
+    uint64_t allocations;
+    bool thread_safe;
+    double predicted_saving_ns;
+    char reason[400];
+};
+
 struct mra_analysis {
     struct mra_profile_header h;
     double program_ns;           /* the program's own time: end_ns - start_ns - recorder_ns */
@@ -160,6 +175,8 @@ struct mra_analysis {
     struct mra_costs costs;
     struct mra_options opts;
     double total_saving_ns;      /* over recommended sites */
+    struct mra_behind behind[MRA_BEHIND_MAX]; /* by saving, descending */
+    size_t nbehind;
     size_t nsites_total;         /* sites after merging; sites[] holds the first
                                     max(recommended, top, 4096) of them */
 };

@@ -237,6 +237,7 @@ struct msite {
     bool cut;
     bool unresolved;             /* its stack ends in a wrapper: the caller is unknown */
     bool dead;                   /* merged into another */
+    const struct mra_frame *inner; /* the frame that called malloc (before folding) */
     uint64_t hash;
     uint32_t *raw;
     size_t nraw, capraw;
@@ -514,6 +515,7 @@ static int take_raw(struct work *w, const struct mra_raw_site *r, uint32_t hdept
     m->nfr = nc;
     m->cut = cut;
     m->unresolved = unresolved;
+    m->inner = n > 0 ? l[0] : NULL;
     m->hash = h;
     if (push_frames(w, c, nc, &m->fr) != 0 || add_raw(m, r->s.id) != 0)
         return -1;
@@ -637,6 +639,24 @@ static const double *memres_costs(const struct mra_costs *c, enum mra_rec r, boo
     }
 }
 
+/* glibc's cost of a pair at class cl in the pattern.  Freed together, the
+ * first cohort (the most the site held between two moments of nothing
+ * live) costs what a batch costs with its memory kept; the repeats what a
+ * repeated batch costs, which glibc may have trimmed and faults in again. */
+static double glibc_cost(const struct mra_site_stats *s, const struct mra_costs *c, enum mra_pattern pat,
+                         unsigned cl)
+{
+    if (pat != MRA_PAT_BATCH || !(c->glibc_batch_kept[cl] > 0) || s->bytes == 0)
+        return c->glibc[pat][cl];
+    double repeated = 1 - (double)s->arena_peak_bytes / (double)s->bytes;
+    if (repeated < 0)
+        repeated = 0;
+    /* never above the repeated batch's cost: below the trim threshold the
+     * two are one cost measured twice */
+    double kept = fmin(c->glibc_batch_kept[cl], c->glibc[pat][cl]);
+    return kept + repeated * (c->glibc[pat][cl] - kept);
+}
+
 /* The predicted saving of serving m's allocations from r instead of
  * glibc: per size in the site's table, count x (glibc's cost of the
  * pattern at the size's class - memres' cost at that class), the sizes not
@@ -654,7 +674,7 @@ static double saving_of(const struct msite *m, const struct mra_costs *c, enum m
         unsigned cl = mra_cost_class(s->sizes[i].size);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        glibc += (double)s->sizes[i].count * c->glibc[pat][cl];
+        glibc += (double)s->sizes[i].count * glibc_cost(s, c, pat, cl);
         memres += (double)s->sizes[i].count * mc[cl];
         counted += (double)s->sizes[i].count;
         counted_bytes += (double)s->sizes[i].count * (double)s->sizes[i].size;
@@ -667,7 +687,7 @@ static double saving_of(const struct msite *m, const struct mra_costs *c, enum m
         unsigned cl = mra_cost_class((uint64_t)mean);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        glibc += rest * c->glibc[pat][cl];
+        glibc += rest * glibc_cost(s, c, pat, cl);
         memres += rest * mc[cl];
     }
     if (s->allocations && s->live_objects) {
@@ -675,7 +695,7 @@ static double saving_of(const struct msite *m, const struct mra_costs *c, enum m
         unsigned cl = mra_cost_class((uint64_t)mean);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        glibc -= (double)s->live_objects * 0.5 * c->glibc[pat][cl];
+        glibc -= (double)s->live_objects * 0.5 * glibc_cost(s, c, pat, cl);
     }
     return glibc - memres;
 }
@@ -891,6 +911,100 @@ static void work_free(struct work *w)
     free(w->folded);
 }
 
+/* One allocator behind a function: the sites whose allocations all reach
+ * malloc from one function (an allocation wrapper, as Lua's lua_Alloc or a
+ * program's xmalloc, or a function allocating at many lines of its callers'
+ * stacks), each below the 2% rule alone, together worth size-class pools
+ * behind that function.  The sites with sizes above max_small_size stay
+ * on malloc; at least 90% of the function's allocations must fit. */
+static bool same_function(const struct mra_frame *x, const struct mra_frame *y)
+{
+    if (!x || !y || x->module != y->module)
+        return false;
+    return x->function || y->function ? x->function == y->function : x->addr == y->addr;
+}
+
+static int behind_functions(struct work *w, struct mra_analysis *a, const struct mra_costs *c,
+                            const struct mra_thresholds *th)
+{
+    double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
+    bool *done = calloc(w->n ? w->n : 1, sizeof *done);
+    if (!done)
+        return -1;
+    for (size_t i = 0; i < w->n; i++) {
+        struct msite *m0 = &w->ms[i];
+        if (done[i] || m0->dead || !m0->inner)
+            continue;
+        size_t nsites = 0, nfit = 0;
+        uint64_t allocs = 0, fit = 0, remote = 0, frees = 0;
+        double save = 0, alone = 0;
+        for (size_t j = i; j < w->n; j++) {
+            struct msite *m = &w->ms[j];
+            if (done[j] || m->dead || !same_function(m->inner, m0->inner))
+                continue;
+            done[j] = true;
+            nsites++;
+            allocs += m->s.allocations;
+            remote += m->s.remote_frees;
+            frees += m->s.frees;
+            if (m->rec != MRA_NONE)
+                alone += m->saving;
+            if (m->s.max_size > th->max_small_size || m->s.allocations == 0)
+                continue;
+            nfit++;
+            fit += m->s.allocations;
+        }
+        if (nsites < 2 || nfit < 2 || (double)fit < 0.9 * (double)allocs)
+            continue;
+        bool ts = frees > 0 && (double)remote >= th->remote_share * (double)frees;
+        for (size_t j = i; j < w->n; j++) {
+            struct msite *m = &w->ms[j];
+            if (m->dead || !same_function(m->inner, m0->inner) || m->s.max_size > th->max_small_size)
+                continue;
+            double sv = saving_of(m, c, MRA_POOLS, ts, ts ? MRA_PAT_REMOTE : m->pattern);
+            if (sv > 0)
+                save += sv;
+        }
+        if (save < th->min_share * prog_ns || save <= alone)
+            continue;
+        if (a->nbehind == MRA_BEHIND_MAX) {
+            /* keep the largest */
+            size_t lo = 0;
+            for (size_t k = 1; k < a->nbehind; k++)
+                if (a->behind[k].predicted_saving_ns < a->behind[lo].predicted_saving_ns)
+                    lo = k;
+            if (a->behind[lo].predicted_saving_ns >= save)
+                continue;
+            a->nbehind--;
+            a->behind[lo] = a->behind[a->nbehind];
+        }
+        struct mra_behind *b = &a->behind[a->nbehind++];
+        memset(b, 0, sizeof *b);
+        b->frame = *m0->inner;
+        b->nsites = nsites;
+        b->allocations = allocs;
+        b->thread_safe = ts;
+        b->predicted_saving_ns = save;
+        snprintf(b->reason, sizeof b->reason,
+                 "pools%s: %zu sites reach malloc from this function, %zu of them (%.1f%% of its %llu "
+                 "allocations) with sizes <= max_small_size %llu; one mr_pools behind it saves %.2f ms = %.1f%% "
+                 "of the run (>= min_share %.0f%%)%s",
+                 ts ? " (thread-safe)" : "", nsites, nfit, 100.0 * (double)fit / (double)allocs,
+                 (unsigned long long)allocs, (unsigned long long)th->max_small_size, save / 1e6,
+                 100 * save / prog_ns, 100 * th->min_share,
+                 alone > 0 ? ", more than its sites recommended alone" : ", where no site alone reaches it");
+    }
+    free(done);
+    /* by saving, descending */
+    for (size_t x = 1; x < a->nbehind; x++)
+        for (size_t y = x; y > 0 && a->behind[y].predicted_saving_ns > a->behind[y - 1].predicted_saving_ns; y--) {
+            struct mra_behind t = a->behind[y];
+            a->behind[y] = a->behind[y - 1];
+            a->behind[y - 1] = t;
+        }
+    return 0;
+}
+
 int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const struct mra_costs *c,
                 const struct mra_options *o, struct mra_analysis *a)
 {
@@ -940,6 +1054,8 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         if ((i & 4095) == 4095)
             mra_progress("rules", i + 1, w.n);
     }
+    if (behind_functions(&w, a, c, &o->th) != 0)
+        goto nomem;
     size_t *idx = malloc((live ? live : 1) * sizeof *idx);
     if (!idx)
         goto nomem;

@@ -207,6 +207,18 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
             fprintf(o, "  sketch:\n    %s\n    %s\n", s->sketch[0], s->sketch[1]);
         }
     }
+    for (size_t i = 0; i < a->nbehind; i++) {
+        const struct mra_behind *b = &a->behind[i];
+        fprintf(o, "\nbehind one function: %s  saves %s (%.1f%% of the run)\n    at   ",
+                b->thread_safe ? "pools (thread-safe)" : "pools", fmt_ns(b1, sizeof b1, b->predicted_saving_ns),
+                a->program_ns > 0 ? 100 * b->predicted_saving_ns / a->program_ns : 0);
+        print_frame(o, &b->frame);
+        fprintf(o, "\n  %zu sites, %s allocations\n  reason: %s\n", b->nsites, fmt_count(b2, sizeof b2, b->allocations),
+                b->reason);
+        fprintf(o, "  sketch:\n    p = mr_pools_alloc(pools, n, 16);  in the function, for malloc(n)\n"
+                   "    mr_pools_free(pools, p, n, 16);  for free(p): the size from the caller (as lua_Alloc "
+                   "gives it) or kept in front of the block\n");
+    }
     size_t nrec = 0;
     for (size_t i = 0; i < a->nsites; i++)
         nrec += a->sites[i].rec != MRA_NONE;
@@ -220,6 +232,23 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
 }
 
 /* ---- JSON ---- */
+
+static void jstr(FILE *o, const char *s);
+static void jframe(FILE *o, const struct mra_frame *fr)
+{
+    fprintf(o, "{\"function\": ");
+    jstr(o, fr->function);
+    fprintf(o, ", \"file\": ");
+    jstr(o, fr->file);
+    if (fr->file)
+        fprintf(o, ", \"line\": %u", fr->line);
+    else
+        fprintf(o, ", \"line\": null");
+    fprintf(o, ", \"module\": ");
+    jstr(o, fr->module);
+    fprintf(o, ", \"address\": \"0x%llx\", \"offset\": %llu}", (unsigned long long)fr->addr,
+            (unsigned long long)fr->offset);
+}
 
 static void jstr(FILE *o, const char *s)
 {
@@ -333,18 +362,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
         const struct mra_site_stats *st = &s->s;
         fprintf(o, "%s\n    {\"id\": %u, \"frames\": [", i ? "," : "", s->id);
         for (unsigned f = 0; f < s->nframes; f++) {
-            const struct mra_frame *fr = &s->frames[f];
-            fprintf(o, "%s{\"function\": ", f ? ", " : "");
-            jstr(o, fr->function);
-            fprintf(o, ", \"file\": ");
-            jstr(o, fr->file);
-            if (fr->file)
-                fprintf(o, ", \"line\": %u", fr->line);
-            else
-                fprintf(o, ", \"line\": null");
-            fprintf(o, ", \"module\": ");
-            jstr(o, fr->module);
-            fprintf(o, ", \"address\": \"0x%llx\", \"offset\": %llu}", U(fr->addr), U(fr->offset));
+            fputs(f ? ", " : "", o);
+            jframe(o, &s->frames[f]);
         }
         fprintf(o, "],\n     \"allocations\": %llu, \"frees\": %llu, \"bytes\": %llu, \"sizes\": [", U(st->allocations),
                 U(st->frees), U(st->bytes));
@@ -401,5 +420,18 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
             fprintf(o, "%s%u", k ? "," : "", s->raw_ids[k]);
         fprintf(o, "]}");
     }
-    fprintf(o, "\n  ]\n}\n");
+    fprintf(o, "\n  ],\n  \"behind\": [");
+    for (size_t i = 0; i < a->nbehind; i++) {
+        const struct mra_behind *b = &a->behind[i];
+        fprintf(o, "%s\n    {\"frame\": ", i ? "," : "");
+        jframe(o, &b->frame);
+        fprintf(o, ", \"sites\": %zu, \"allocations\": %llu, \"recommendation\": \"pools\", \"thread_safe\": %s, "
+                   "\"predicted_saving_ns\": ",
+                b->nsites, U(b->allocations), b->thread_safe ? "true" : "false");
+        jnum(o, b->predicted_saving_ns);
+        fprintf(o, ", \"reason\": ");
+        jstr(o, b->reason);
+        fputc('}', o);
+    }
+    fprintf(o, "%s]\n}\n", a->nbehind ? "\n  " : "");
 }

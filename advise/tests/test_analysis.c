@@ -108,6 +108,18 @@ static __attribute__((noinline)) void caller_c(cap *c)
     __asm__ volatile("" ::: "memory");
 }
 
+/* Four call sites of one wrapper. */
+static __attribute__((noinline)) void via_xmalloc(cap *c, int which)
+{
+    switch (which) {
+    case 0: c->line = __LINE__; xmalloc(c); break;
+    case 1: c->line = __LINE__; xmalloc(c); break;
+    case 2: c->line = __LINE__; xmalloc(c); break;
+    default: c->line = __LINE__; xmalloc(c); break;
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
 static __attribute__((noinline)) void rec_build(cap *c, int d)
 {
     if (d == 0) {
@@ -725,6 +737,60 @@ static void test_two_percent(void **state)
     result_free(&r);
 }
 
+/* Four sites through one wrapper, each below the 2% rule, together above
+ * it: one mr_pools behind the wrapper. */
+static void test_behind_function(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, 400000000ull, 64 << 20); /* 400 ms */
+    const uint64_t sizes[6] = {24, 40, 64, 96, 160, 224};
+    for (int k = 0; k < 4; k++) {
+        cap c;
+        via_xmalloc(&c, k);
+        struct mra_site_stats st = stats_sizes(200000, sizes, 6); /* 200k x (30 - 6) = 4.8 ms: 1.2% */
+        st.freed_together = 20000;
+        synth_add(&s, &c, st);
+    }
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    assert_int_equal(r.a.nsites, 4);
+    for (size_t i = 0; i < r.a.nsites; i++) {
+        assert_int_equal(r.a.sites[i].rec, MRA_NONE);
+        assert_contains(r.a.sites[i].reason, "would be pools");
+        assert_string_equal(r.a.sites[i].frames[0].function, "via_xmalloc");
+    }
+    assert_int_equal(r.a.nbehind, 1);
+    const struct mra_behind *b = &r.a.behind[0];
+    assert_non_null(b->frame.function);
+    assert_string_equal(b->frame.function, "xmalloc");
+    assert_int_equal(b->nsites, 4);
+    assert_int_equal(b->allocations, 800000);
+    assert_false(b->thread_safe);
+    assert_near(b->predicted_saving_ns, 4 * 200000.0 * (30 - 6), 1e-9);
+    assert_contains(b->reason, "4 sites reach malloc from this function");
+    assert_contains(b->reason, "4.8% of the run");
+    result_free(&r);
+
+    /* a site above max_small_size among them: it stays on malloc, the rest
+     * (80% of the allocations) is not enough */
+    synth_init(&s, 400000000ull, 64 << 20);
+    for (int k = 0; k < 4; k++) {
+        cap c;
+        via_xmalloc(&c, k);
+        struct mra_site_stats st = stats_sizes(200000, sizes, 6);
+        if (k == 3) {
+            st = stats_one(200000, 8192);
+        }
+        st.freed_together = 20000;
+        synth_add(&s, &c, st);
+    }
+    analyze(&s, &r);
+    assert_int_equal(r.a.nbehind, 0);
+    result_free(&r);
+}
+
 static void test_retention(void **state)
 {
     (void)state;
@@ -874,6 +940,7 @@ int main(void)
         cmocka_unit_test(test_rule_pools_thread_safe),
         cmocka_unit_test(test_rule_none),
         cmocka_unit_test(test_two_percent),
+        cmocka_unit_test(test_behind_function),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_order_and_reports),
     };
