@@ -25,7 +25,7 @@
 /* ---- the profile ---- */
 
 #define MRA_PROFILE_MAGIC "MRADVPF1" /* 8 bytes, no NUL in the file */
-#define MRA_PROFILE_VERSION 2u
+#define MRA_PROFILE_VERSION 3u
 #define MRA_MAX_DEPTH 64u     /* frames per site, at most */
 #define MRA_FOLD_EXTRA 4u     /* frames recorded beyond --depth, for folding wrappers */
 #define MRA_HIST 48u          /* log2 buckets: 0 holds 0, b >= 1 holds [2^(b-1), 2^b) */
@@ -106,6 +106,10 @@ struct mra_site_stats {
     uint64_t aligned;            /* allocations with an alignment above 16 */
     uint64_t alloc_threads;      /* distinct threads that allocated at the site (capped count) */
     uint64_t first_tick, last_tick; /* ticks of its first and last allocation */
+    uint64_t glibc_ns;           /* time in glibc's malloc, realloc and free for the site's
+                                    objects, estimated from timed samples (about one call
+                                    in 64, rdtsc between fences, each weighed by its gap) */
+    uint64_t glibc_samples;      /* the timed calls it is estimated from */
 };
 
 /* A site record: the stats, then depth uint64_t frames (return addresses

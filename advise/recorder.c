@@ -123,7 +123,7 @@ static _Atomic int g_multi;              /* a second thread has recorded */
 static _Atomic uint64_t g_tick = 1;      /* the allocation clock */
 static _Atomic uint32_t g_nthreads;
 static _Atomic uint64_t g_foreign;
-static _Atomic uint64_t g_hook_time;     /* merged tstate.hook_time */
+static _Atomic int64_t g_hook_time;      /* merged tstate.hook_time */
 static _Atomic uint64_t g_max_tick;
 static uint64_t g_start_ns;
 static char g_profile[4096];
@@ -223,13 +223,31 @@ static uint64_t mono_ns(void)
 
 static bool g_use_tsc;
 static uint64_t g_tsc_mult = UINT64_C(1) << 32; /* ns = ticks * mult >> 32 */
-static uint64_t g_timer_cost;                   /* a timed empty interval, the least seen */
+static int64_t g_fenced_cost;                   /* a fenced empty interval, on average */
+static int64_t g_timer_cost;                    /* a plain empty interval, the least seen */
+static int64_t g_clip, g_clip_page;             /* the longest sample kept, and per 4 KiB asked */
 
 static inline uint64_t now_time(void)
 {
 #if defined(__x86_64__)
     if (LIKELY(g_use_tsc))
         return (uint64_t)__rdtsc();
+#endif
+    return mono_ns();
+}
+
+/* For timed samples: rdtsc between fences, so that the code timed cannot
+ * overlap the reads (an unfenced rdtsc lets the ~30 instructions of a
+ * malloc run inside its own latency, and they time as nothing). */
+static inline uint64_t fenced_time(void)
+{
+#if defined(__x86_64__)
+    if (LIKELY(g_use_tsc)) {
+        _mm_lfence();
+        uint64_t t = (uint64_t)__rdtsc();
+        _mm_lfence();
+        return t;
+    }
 #endif
     return mono_ns();
 }
@@ -264,24 +282,53 @@ static void clock_calibrate(void)
 #endif
 }
 
-/* What an interval timed with nothing in it reads: taken off each timed
- * sample of the recorder's own time. */
+/* What an interval timed with nothing in it reads on average (the clock
+ * steps by 26 cycles on this project's virtual machines, so one sample is
+ * coarse; their sum is not): taken off each timed sample. */
 static void timer_calibrate(void)
 {
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 1000; i++) {
-        uint64_t a = now_time(), b = now_time();
-        if (b - a < best)
-            best = b - a;
+    uint64_t sum = 0, least = UINT64_MAX;
+    for (int i = 0; i < 2000; i++) {
+        uint64_t a = fenced_time(), b = fenced_time();
+        sum += b - a;
+        a = now_time();
+        b = now_time();
+        if (b - a < least)
+            least = b - a;
     }
-    g_timer_cost = best == UINT64_MAX ? 0 : best;
+    g_fenced_cost = (int64_t)(sum / 2000);
+    g_timer_cost = (int64_t)least;
+    /* in clock units: 20 us, and 1 us per page of the request (mmap,
+     * munmap, a trim) */
+    uint64_t us = g_use_tsc ? (UINT64_C(1000) << 32) / (g_tsc_mult ? g_tsc_mult : 1) : 1000;
+    g_clip = (int64_t)(20 * us);
+    g_clip_page = (int64_t)us;
 }
 
-/* The interval [t0, t1] less the timer's own cost. */
-static inline uint64_t timed(uint64_t t0, uint64_t t1)
+/* A timed sample longer than a call can take is the thread preempted
+ * inside it (another thread's time slice, weighed by the sample's gap):
+ * such samples count at the cap. */
+static inline int64_t clip(int64_t d, uint64_t size)
 {
-    uint64_t d = t1 - t0;
-    return d > g_timer_cost ? d - g_timer_cost : 0;
+    int64_t cap = g_clip + g_clip_page * (int64_t)(size >> 12);
+    return d < cap ? d : cap;
+}
+
+/* The recorder's own part [t0, t1], timed with plain reads (which the code
+ * around them overlaps: fences would slow the timed hook itself), less
+ * the least empty interval. */
+static inline int64_t timed(uint64_t t0, uint64_t t1)
+{
+    int64_t d = (int64_t)(t1 - t0) - g_timer_cost;
+    return d > 0 ? clip(d, 0) : 0;
+}
+
+/* glibc's part [t1, t2] between fenced reads, less their average cost
+ * (negative for a call shorter than the average empty interval: the sums
+ * are what count). */
+static inline int64_t timed_fenced(uint64_t t1, uint64_t t2, uint64_t size)
+{
+    return clip((int64_t)(t2 - t1) - g_fenced_cost, size);
 }
 
 /* ---- the object header ---- */
@@ -355,6 +402,8 @@ struct lstats {
     uint64_t frees, freed_bytes, lifetime_ticks_sum, lifetime_ns_sum;
     uint64_t freed_together, stack_like, remote_frees, aligned;
     uint64_t reallocs, realloc_moves, realloc_chain_max;
+    int64_t glibc_time;          /* sampled time in glibc for the site's objects (clock units, weighed) */
+    uint64_t glibc_samples;
     uint64_t hist_ticks[MRA_HIST];
     uint64_t hist_ns[MRA_HIST];
 };
@@ -387,7 +436,7 @@ struct tstate {
     uint32_t burst_sites[BURST_SITES];
     uint32_t samp_left, samp_gap; /* events to the next timed one, of a gap of */
     uint32_t samp_rng;
-    uint64_t hook_time;          /* the recorder's own time in hooks, sampled (now_time units) */
+    int64_t hook_time;           /* the recorder's own time in hooks, sampled (clock units) */
     uint64_t tick_next, tick_end, last_tick;
     uintptr_t stk_lo, stk_hi;
     uint32_t verify_ctr, verify_every, fc_epoch;
@@ -1495,6 +1544,16 @@ static COLD void late_free(struct hdr *h, uint32_t site)
     pthread_mutex_unlock(&g_merge_mu);
 }
 
+/* A timed sample of glibc's time for an object of site (weighed). */
+static void glibc_note(struct tstate *ts, uint32_t site, int64_t d)
+{
+    struct lsite *l = lsite_get(ts, site);
+    if (l) {
+        l->s.glibc_time += d;
+        l->s.glibc_samples++;
+    }
+}
+
 /* ---- the interposers' bodies ---- */
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
@@ -1514,7 +1573,7 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
     unsigned nf = capture(ts, ra, cfa, fr);
     uint32_t site = site_lookup(ts, fr, nf);
     if (UNLIKELY(w))
-        t1 = now_time();
+        t1 = fenced_time();
     void *raw, *p;
     unsigned alog = 4;
     if (align > 16) {
@@ -1526,10 +1585,12 @@ static NOINLINE void *rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra,
         p = raw ? (char *)raw + HDR : NULL;
     }
     if (UNLIKELY(w))
-        t2 = now_time();
+        t2 = fenced_time();
     if (LIKELY(p != NULL)) {
         if (LIKELY(site != 0)) {
             note_alloc(ts, site, p, n, alog, align);
+            if (UNLIKELY(w))
+                glibc_note(ts, site, timed_fenced(t1, t2, n) * w);
         } else {
             struct hdr *h = hdr_of(p);
             h->size_misc = (uint64_t)n | (uint64_t)alog << 58;
@@ -1564,10 +1625,17 @@ static NOINLINE void rec_free(struct hdr *h, uint32_t site, void *raw)
         if (UNLIKELY(w != 0)) {
             uint64_t t0 = now_time();
             note_free(ts, h, site);
-            ts->hook_time += timed(t0, now_time()) * w;
-        } else {
-            note_free(ts, h, site);
+            uint64_t size = h->size_misc & SIZE_MASK;
+            h->tag_site = 0;
+            uint64_t t1 = fenced_time();
+            __libc_free(raw);
+            uint64_t t2 = fenced_time();
+            ts->hook_time += timed(t0, t1) * w;
+            glibc_note(ts, site, timed_fenced(t1, t2, size) * w);
+            tls_guard--;
+            return;
         }
+        note_free(ts, h, site);
     } else {
         late_free(h, site);
     }
@@ -1620,9 +1688,22 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
     uint32_t site = (uint32_t)w;
     uint64_t old = h->size_misc & SIZE_MASK;
     unsigned alog = hdr_alog(h);
+    struct tstate *ts = NULL;
+    if (site != 0 && recording()) {
+        tls_guard++;
+        ts = get_ts();
+        tls_guard--;
+    }
+    uint32_t sw = ts ? sample_now(ts) : 0;
     void *np;
     if (alog <= 4u) {
+        uint64_t t1 = sw ? fenced_time() : 0;
         void *raw = __libc_realloc((char *)p - HDR, n + HDR);
+        if (UNLIKELY(sw)) {
+            tls_guard++;
+            glibc_note(ts, site, timed_fenced(t1, fenced_time(), n > old ? n : old) * sw);
+            tls_guard--;
+        }
         if (!raw)
             return NULL;
         np = (char *)raw + HDR;
@@ -1643,11 +1724,9 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         chain++;
     nh->size_misc = (uint64_t)n | chain << SIZE_BITS | (uint64_t)4 << 58;
     nh->tag_site = (uint64_t)tag_of(np) << 32 | site;
-    if (site != 0 && recording()) {
+    if (ts) {
         tls_guard++;
-        struct tstate *ts = get_ts();
-        if (ts)
-            note_realloc(ts, nh, site, old, n, np != p);
+        note_realloc(ts, nh, site, old, n, np != p);
         tls_guard--;
     }
     return np;
@@ -1800,6 +1879,8 @@ static void merge_lsite(struct gsite *g, struct lsite *l)
     if (s->realloc_chain_max > m->realloc_chain_max)
         m->realloc_chain_max = s->realloc_chain_max;
     m->aligned += s->aligned;
+    m->glibc_ns += (uint64_t)s->glibc_time; /* clock units, two's complement until finish_site */
+    m->glibc_samples += s->glibc_samples;
     if (s->first_tick && (!m->first_tick || s->first_tick < m->first_tick))
         m->first_tick = s->first_tick;
     if (s->last_tick > m->last_tick)
@@ -1928,6 +2009,8 @@ static void finish_site(struct gsite *g, struct mra_site_stats *out)
     out->arena_peak_bytes = atomic_load_explicit(&g->arena_peak, memory_order_relaxed);
     if (out->allocations == 0)
         out->min_size = 0;
+    int64_t gt = (int64_t)out->glibc_ns;
+    out->glibc_ns = gt > 0 ? (g_use_tsc ? time_to_ns((uint64_t)gt) : (uint64_t)gt) : 0;
 
     qsort(g->mg->msz, g->mg->nmsz, sizeof g->mg->msz[0], cmp_size_count);
     out->nsizes = g->mg->nmsz < MRA_SIZES ? g->mg->nmsz : MRA_SIZES;
@@ -1991,7 +2074,8 @@ static void write_profile(uint64_t end_ns)
     h.trace_events = g_trace_events;
     h.trace_bytes = g_trace_fd >= 0 ? g_trace_bytes + sizeof(struct mra_trace_header) : 0;
     pthread_mutex_unlock(&g_trace_mu);
-    h.recorder_ns = atomic_load_explicit(&g_hook_time, memory_order_relaxed);
+    int64_t hook = atomic_load_explicit(&g_hook_time, memory_order_relaxed);
+    h.recorder_ns = hook > 0 ? (uint64_t)hook : 0;
     if (g_use_tsc)
         h.recorder_ns = time_to_ns(h.recorder_ns);
     memcpy(h.program, g_exe, sizeof h.program);

@@ -192,6 +192,10 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
         if (st->alloc_threads > 1)
             fprintf(o, "; %llu allocating threads", (unsigned long long)st->alloc_threads);
         fputc('\n', o);
+        if (st->glibc_samples)
+            fprintf(o, "  in glibc %s (timed in the run, %s samples): what its malloc, realloc and free took for "
+                       "these objects, under the recorder\n",
+                    fmt_ns(b1, sizeof b1, (double)st->glibc_ns), fmt_count(b2, sizeof b2, st->glibc_samples));
         fprintf(o, "  recommendation: %s\n  reason: %s\n", rec_label(s), s->reason);
         if (s->rec != MRA_NONE) {
             fprintf(o, "  memory: %s%s (estimate: held by the plan at its peak minus held by malloc)\n",
@@ -406,7 +410,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
                 U(st->alloc_threads), mra_rec_name(s->rec), s->thread_safe ? "true" : "false",
                 s->pattern < MRA_PATTERNS ? patname[s->pattern] : "random");
         jstr(o, s->reason);
-        fprintf(o, ",\n     \"predicted_saving_ns\": ");
+        fprintf(o, ",\n     \"glibc_ns\": %llu, \"glibc_samples\": %llu, \"predicted_saving_ns\": ",
+                U(st->glibc_ns), U(st->glibc_samples));
         jnum(o, s->predicted_saving_ns);
         fprintf(o, ", \"predicted_saving_share\": ");
         jnum(o, a->program_ns > 0 ? s->predicted_saving_ns / a->program_ns : 0);

@@ -737,6 +737,37 @@ static void test_two_percent(void **state)
     result_free(&r);
 }
 
+/* glibc's time as the run timed it is shown, not used: the prediction is
+ * the calibration's. */
+static void test_glibc_timed(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, RUN_NS, 8 << 20);
+    cap c;
+    caller_b(&c);
+    struct mra_site_stats st = stats_one(1000000, 48);
+    st.glibc_ns = 50000000; /* 50 ns a pair, as timed */
+    st.glibc_samples = 20000;
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_OBJPOOL);
+    assert_near(m->predicted_saving_ns, 1e6 * (30 - 4), 1e-6);
+    assert_int_equal(m->s.glibc_ns, 50000000);
+    assert_int_equal(m->s.glibc_samples, 20000);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    mra_report_text(f, &r.a);
+    fclose(f);
+    assert_contains(buf, "in glibc 50.0 ms (timed in the run, 20,000 samples)");
+    free(buf);
+    result_free(&r);
+}
+
 /* Four sites through one wrapper, each below the 2% rule, together above
  * it: one mr_pools behind the wrapper. */
 static void test_behind_function(void **state)
@@ -940,6 +971,7 @@ int main(void)
         cmocka_unit_test(test_rule_pools_thread_safe),
         cmocka_unit_test(test_rule_none),
         cmocka_unit_test(test_two_percent),
+        cmocka_unit_test(test_glibc_timed),
         cmocka_unit_test(test_behind_function),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_order_and_reports),
