@@ -119,12 +119,13 @@ static void print_thresholds(FILE *o, const struct mra_thresholds *t)
 
 void mra_report_text(FILE *o, const struct mra_analysis *a)
 {
-    char b1[64], b2[64], b3[64], b4[64], b5[64];
+    char b1[64], b2[64], b3[64], b4[64], b5[64], b6[64];
     const struct mra_profile_header *h = &a->h;
     fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
-    fprintf(o, "run time %s without the recorder's own %s; %s allocations, %s frees, %s reallocs, %s requested\n",
-            fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b5, sizeof b5, a->recorded_ns - a->program_ns),
-            fmt_count(b2, sizeof b2, h->allocations),
+    fprintf(o, "run time %s (%s under the recorder, less %s in its hooks); %s allocations, %s frees, %s reallocs, "
+               "%s requested\n",
+            fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b6, sizeof b6, a->recorded_ns),
+            fmt_ns(b5, sizeof b5, a->recorded_ns - a->program_ns), fmt_count(b2, sizeof b2, h->allocations),
             fmt_count(b3, sizeof b3, h->frees), fmt_count(b4, sizeof b4, h->reallocs),
             fmt_bytes((char[32]){ 0 }, 32, (double)h->bytes));
     fprintf(o, "peak live %s in %s objects; at exit %s in %s objects; %llu thread%s; %llu foreign frees\n",
@@ -229,6 +230,13 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
     fprintf(o, "\ntotal: %zu site%s recommended, predicted saving %s (%.1f%% of the run)", nrec,
             nrec == 1 ? "" : "s", fmt_ns(b1, sizeof b1, a->total_saving_ns),
             a->program_ns > 0 ? 100 * a->total_saving_ns / a->program_ns : 0);
+    if (a->nbehind) {
+        double b = 0;
+        for (size_t i = 0; i < a->nbehind; i++)
+            b += a->behind[i].predicted_saving_ns;
+        fprintf(o, "; pools behind %zu function%s: %s", a->nbehind, a->nbehind == 1 ? "" : "s",
+                fmt_ns(b2, sizeof b2, b));
+    }
     if (a->nsites_total > top)
         fprintf(o, "; %zu more site%s not shown (--top)", a->nsites_total - top,
                 a->nsites_total - top == 1 ? "" : "s");
