@@ -2163,14 +2163,14 @@ typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
-static void *real_fn(void **slot, const char *name)
+static void *real_fn(void *_Atomic *slot, const char *name)
 {
-    void *f = atomic_load_explicit((void *_Atomic *)slot, memory_order_acquire);
+    void *f = atomic_load_explicit(slot, memory_order_acquire);
     if (!f) {
         tls_guard++;
         f = dlsym(RTLD_NEXT, name);
         tls_guard--;
-        atomic_store_explicit((void *_Atomic *)slot, f, memory_order_release);
+        atomic_store_explicit(slot, f, memory_order_release);
     }
     return f;
 }
@@ -2181,7 +2181,7 @@ static void before_exec(void)
         flush_all(false);
 }
 
-static void *g_execve, *g_execvpe, *g_fexecve, *g_execveat;
+static void *_Atomic g_execve, *_Atomic g_execvpe, *_Atomic g_fexecve, *_Atomic g_execveat;
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {

@@ -14,15 +14,18 @@
  * (its atexit handlers run: the recorder's too, which must not write or
  * corrupt the parent's profile); forks child B, which execs this program
  * ("exec B": 7000 objects at KAT-EXEC, exit status 5); waits for both and
- * prints their statuses; frees its objects; and finally execs this program
- * ("exec final"), which prints its line and exits with status 3.  So the
- * profile counts exactly the 1000 objects of KAT-SITE (and whatever stdio
- * allocates in the parent), no object of KAT-CHILD or KAT-EXEC; stdout
- * passes through from all four processes; the exit status is 3.
+ * prints their statuses; tries to exec a file that does not exist (the
+ * exec fails, the profile written for it is not the last) and makes 500
+ * more objects at KAT-SITE; frees its objects; and finally execs this
+ * program ("exec final"), which prints its line and exits with status 3.
+ * So the profile counts exactly the 1500 objects of KAT-SITE (and whatever
+ * stdio allocates in the parent), no object of KAT-CHILD or KAT-EXEC;
+ * stdout passes through from all four processes; the exit status is 3.
  *
  * stdout: one line per process, in a fixed order; stderr: "KAT-COUNT SITE
- * 1000".  Exit status 3.
+ * 1500".  Exit status 3.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,6 +41,7 @@
 #define PARENT_OBJECTS 1000
 #define CHILD_OBJECTS 5000
 #define EXEC_OBJECTS 7000
+#define AFTER_FAILED_EXEC 500
 
 typedef struct obj {
     struct obj *next;
@@ -139,6 +143,16 @@ int main(int argc, char **argv)
     int sb = wait_for(b);
     printf("parent: child A exited %d, child B exited %d\n", sa, sb);
 
+    /* an exec that fails: the process goes on, and so does its profile */
+    errno = 0;
+    execl("/nonexistent/kat_forkexec", argv[0], "exec", "never", (char *)NULL);
+    int e = errno;
+    for (int i = 0; i < AFTER_FAILED_EXEC; i++)
+        list = push(list, (uint64_t)(PARENT_OBJECTS + i));
+    printf("parent: exec of a missing file failed (%s), then %d objects more\n",
+           e == ENOENT ? "ENOENT" : "not ENOENT", AFTER_FAILED_EXEC);
+    fflush(stdout);
+
     uint64_t sum = 0;
     while (list != NULL) {
         obj *next = list->next;
@@ -148,7 +162,7 @@ int main(int argc, char **argv)
     }
     printf("parent: checksum %" PRIu64 "\n", sum);
     fflush(stdout);
-    fprintf(stderr, "KAT-COUNT SITE %d\n", PARENT_OBJECTS);
+    fprintf(stderr, "KAT-COUNT SITE %d\n", PARENT_OBJECTS + AFTER_FAILED_EXEC);
     if (argc > 1 && strcmp(argv[1], "noexec") == 0)
         return exec_main("final", true); /* the same work and output, without the exec */
     execl("/proc/self/exe", argv[0], "exec", "final", (char *)NULL);
