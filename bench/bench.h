@@ -24,6 +24,7 @@ extern "C" {
 typedef struct bench_args {
     int  depth;      /* binary-trees depth (default 21; --quick: 12) */
     int  threads;    /* worker threads for scenarios that support them (default 1) */
+    bool persistent; /* binary-trees: the worker threads made once, kept across depths */
     bool quick;      /* small sizes for CI: scenarios scale themselves down */
 } bench_args;
 

@@ -84,6 +84,8 @@ static void usage(FILE *f)
           "                     (glibc, jemalloc, mimalloc, tcmalloc; repeatable)\n"
           "  --depth N          binary-trees depth (default 21; --quick: 12)\n"
           "  --threads N        threads for the threaded variants (default 1)\n"
+          "  --persistent       binary-trees: worker threads made once and kept across the\n"
+          "                     depths (default: new threads for each depth)\n"
           "  --timeout S        seconds one run may take (default 900)\n"
           "  --json FILE        write all results as JSON\n"
           "  --plot FILE.svg    write an SVG bar chart per scenario\n"
@@ -196,6 +198,8 @@ static void parse_options(int argc, char **argv, options *o)
             exit(0);
         } else if (strcmp(a, "--quick") == 0) {
             o->args.quick = true;
+        } else if (strcmp(a, "--persistent") == 0) {
+            o->args.persistent = true;
         } else if (strcmp(a, "--list") == 0) {
             o->list = true;
         } else if (strcmp(a, "--run") == 0) { /* hidden: the child */

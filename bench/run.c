@@ -344,6 +344,8 @@ static void child_cmd_make(child_cmd *c, const options *o, const row *r, int fd)
     argv[a++] = c->timeout;
     if (o->args.quick)
         argv[a++] = (char *)"--quick";
+    if (o->args.persistent)
+        argv[a++] = (char *)"--persistent";
     argv[a] = NULL;
 }
 

@@ -29,7 +29,9 @@
  *                            free per node as above: what pmr sync pool does.
  *                            The worker threads of each depth are new
  *                            threads (bt_depth), so whatever the pool keeps
- *                            per thread is left behind 6..9 times a run
+ *                            per thread is left behind 6..9 times a run;
+ *                            with --persistent they are made once and each
+ *                            builds and frees its share of every depth
  *   memres objpool (shared, thread-safe)
  *                            ONE mr_objpool of nodes, thread_safe = true,
  *                            shared the same way, mr_objpool_free per node
@@ -129,11 +131,107 @@ static void *bt_job_main(void *arg)
     return NULL;
 }
 
+/* --persistent: worker threads 1..n-1 made once; for each depth the main
+ * thread posts the jobs (a generation number) and waits for all of them. */
+typedef struct bt_crew {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    unsigned gen;                /* bumped per depth; 0 stops */
+    int running, n;
+    bool stop;
+    bt_job *jobs;
+    pthread_t tid[256];
+    int started;
+} bt_crew;
+
+typedef struct bt_worker {
+    bt_crew *crew;
+    int index;
+} bt_worker;
+
+static void *bt_worker_main(void *arg)
+{
+    bt_worker *w = arg;
+    bt_crew *c = w->crew;
+    unsigned seen = 0;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->stop && c->gen == seen)
+            pthread_cond_wait(&c->go, &c->mu);
+        if (c->stop)
+            break;
+        seen = c->gen;
+        bt_job *j = &c->jobs[w->index];
+        pthread_mutex_unlock(&c->mu);
+        if (j->count > 0)
+            bt_job_main(j);
+        pthread_mutex_lock(&c->mu);
+        if (--c->running == 0)
+            pthread_cond_signal(&c->done);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+static bt_crew bt_the_crew;
+static bt_worker bt_workers[256];
+
+/* Starts workers 1..n-1; false (and no crew) when a thread cannot start. */
+static bool bt_crew_start(bt_crew *c, int n, bt_job *jobs)
+{
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->go, NULL);
+    pthread_cond_init(&c->done, NULL);
+    c->gen = 0;
+    c->stop = false;
+    c->n = n;
+    c->jobs = jobs;
+    c->started = 0;
+    for (int i = 1; i < n; i++) {
+        bt_workers[i] = (bt_worker){ c, i };
+        if (pthread_create(&c->tid[i], NULL, bt_worker_main, &bt_workers[i]) != 0)
+            return false;
+        c->started = i;
+    }
+    return true;
+}
+
+static void bt_crew_stop(bt_crew *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->stop = true;
+    pthread_cond_broadcast(&c->go);
+    pthread_mutex_unlock(&c->mu);
+    for (int i = 1; i <= c->started; i++)
+        pthread_join(c->tid[i], NULL);
+}
+
+static bool bt_persistent;
+
 /* The trees of one depth, split across nthreads contexts. */
 static int64_t bt_depth(const bt_ops *ops, void **ctx, int nthreads, int d, int64_t iters)
 {
     if (nthreads == 1)
         return ops->trees(ctx[0], d, iters);
+    if (bt_persistent) {
+        bt_crew *c = &bt_the_crew;
+        pthread_mutex_lock(&c->mu);
+        for (int i = 0; i < nthreads; i++)
+            c->jobs[i] = (bt_job){ ops, ctx[i], d, iters / nthreads + (i < iters % nthreads), 0 };
+        c->running = nthreads - 1;
+        c->gen++;
+        pthread_cond_broadcast(&c->go);
+        pthread_mutex_unlock(&c->mu);
+        bt_job_main(&c->jobs[0]);
+        pthread_mutex_lock(&c->mu);
+        while (c->running > 0)
+            pthread_cond_wait(&c->done, &c->mu);
+        pthread_mutex_unlock(&c->mu);
+        int64_t check = 0;
+        for (int i = 0; i < nthreads; i++)
+            check += c->jobs[i].check;
+        return check;
+    }
     bt_job jobs[256];
     pthread_t tid[256];
     bool started[256];
@@ -166,6 +264,7 @@ int bt_run(const bt_ops *ops, int threaded, const bench_args *args, bench_out *o
         nthreads = 256;
 
     int failed = 0;
+    bool crew = false; /* --persistent: the worker threads started */
     void *shared = ops->shared_new ? ops->shared_new(&failed) : NULL;
     if (failed) {
         fputs("binary-trees: setup failed\n", stderr);
@@ -180,6 +279,12 @@ int bt_run(const bt_ops *ops, int threaded, const bench_args *args, bench_out *o
     int rc = -1;
     if (long_ctx == NULL || made < nthreads) {
         fputs("binary-trees: cannot create an allocator context\n", stderr);
+        goto done;
+    }
+    static bt_job crew_jobs[256];
+    crew = args->persistent && nthreads > 1;
+    if (crew && !(bt_persistent = bt_crew_start(&bt_the_crew, nthreads, crew_jobs))) {
+        fputs("binary-trees: cannot start the worker threads\n", stderr);
         goto done;
     }
 
@@ -213,6 +318,9 @@ int bt_run(const bt_ops *ops, int threaded, const bench_args *args, bench_out *o
     }
     rc = 0;
 done:
+    if (crew)
+        bt_crew_stop(&bt_the_crew);
+    bt_persistent = false;
     for (int i = 0; i < made; i++)
         ops->ctx_free(ctx[i]);
     if (long_ctx)
