@@ -924,33 +924,48 @@ static void work_free(struct work *w)
  * stacks), each below the 2% rule alone, together worth size-class pools
  * behind that function.  The sites with sizes above max_small_size stay
  * on malloc; at least 90% of the function's allocations must fit. */
-static bool same_function(const struct mra_frame *x, const struct mra_frame *y)
+/* The function a frame is in: its interned name, else its address. */
+static uintptr_t function_key(const struct mra_frame *f)
 {
-    if (!x || !y || x->module != y->module)
-        return false;
-    return x->function || y->function ? x->function == y->function : x->addr == y->addr;
+    return f->function ? (uintptr_t)f->function : (uintptr_t)f->addr;
+}
+
+static const struct work *sort_fw;
+
+static int cmp_inner(const void *a, const void *b)
+{
+    const struct mra_frame *x = sort_fw->ms[*(const size_t *)a].inner;
+    const struct mra_frame *y = sort_fw->ms[*(const size_t *)b].inner;
+    uintptr_t mx = (uintptr_t)x->module, my = (uintptr_t)y->module;
+    if (mx != my)
+        return mx < my ? -1 : 1;
+    uintptr_t kx = function_key(x), ky = function_key(y);
+    return kx < ky ? -1 : kx > ky;
 }
 
 static int behind_functions(struct work *w, struct mra_analysis *a, const struct mra_costs *c,
                             const struct mra_thresholds *th)
 {
     double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
-    bool *done = calloc(w->n ? w->n : 1, sizeof *done);
-    if (!done)
+    /* the live sites by the function that called malloc: one pass per group */
+    size_t *idx = malloc((w->n ? w->n : 1) * sizeof *idx);
+    if (!idx)
         return -1;
-    for (size_t i = 0; i < w->n; i++) {
-        struct msite *m0 = &w->ms[i];
-        if (done[i] || m0->dead || !m0->inner)
-            continue;
-        size_t nsites = 0, nfit = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (!w->ms[i].dead && w->ms[i].inner)
+            idx[n++] = i;
+    sort_fw = w;
+    qsort(idx, n, sizeof *idx, cmp_inner);
+    for (size_t g = 0, e; g < n; g = e) {
+        const struct mra_frame *f0 = w->ms[idx[g]].inner;
+        for (e = g + 1; e < n && cmp_inner(&idx[e], &idx[g]) == 0; e++)
+            ;
+        size_t nsites = e - g, nfit = 0;
         uint64_t allocs = 0, fit = 0, remote = 0, frees = 0;
         double save = 0, alone = 0;
-        for (size_t j = i; j < w->n; j++) {
-            struct msite *m = &w->ms[j];
-            if (done[j] || m->dead || !same_function(m->inner, m0->inner))
-                continue;
-            done[j] = true;
-            nsites++;
+        for (size_t k = g; k < e; k++) {
+            const struct msite *m = &w->ms[idx[k]];
             allocs += m->s.allocations;
             remote += m->s.remote_frees;
             frees += m->s.frees;
@@ -964,9 +979,9 @@ static int behind_functions(struct work *w, struct mra_analysis *a, const struct
         if (nsites < 2 || nfit < 2 || (double)fit < 0.9 * (double)allocs)
             continue;
         bool ts = frees > 0 && (double)remote >= th->remote_share * (double)frees;
-        for (size_t j = i; j < w->n; j++) {
-            struct msite *m = &w->ms[j];
-            if (m->dead || !same_function(m->inner, m0->inner) || m->s.max_size > th->max_small_size)
+        for (size_t k = g; k < e; k++) {
+            const struct msite *m = &w->ms[idx[k]];
+            if (m->s.max_size > th->max_small_size)
                 continue;
             double sv = saving_of(m, c, MRA_POOLS, ts, ts ? MRA_PAT_REMOTE : m->pattern);
             if (sv > 0)
@@ -987,7 +1002,7 @@ static int behind_functions(struct work *w, struct mra_analysis *a, const struct
         }
         struct mra_behind *b = &a->behind[a->nbehind++];
         memset(b, 0, sizeof *b);
-        b->frame = *m0->inner;
+        b->frame = *f0;
         b->nsites = nsites;
         b->allocations = allocs;
         b->thread_safe = ts;
@@ -1001,7 +1016,7 @@ static int behind_functions(struct work *w, struct mra_analysis *a, const struct
                  100 * save / prog_ns, 100 * th->min_share,
                  alone > 0 ? ", more than its sites recommended alone" : ", where no site alone reaches it");
     }
-    free(done);
+    free(idx);
     /* by saving, descending */
     for (size_t x = 1; x < a->nbehind; x++)
         for (size_t y = x; y > 0 && a->behind[y].predicted_saving_ns > a->behind[y - 1].predicted_saving_ns; y--) {

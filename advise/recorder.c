@@ -2183,30 +2183,38 @@ static void before_exec(void)
 
 static void *_Atomic g_execve, *_Atomic g_execvpe, *_Atomic g_fexecve, *_Atomic g_execveat;
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+/* The libc function an exec hook stands in front of, the profile written
+ * first; NULL with ENOSYS when there is none. */
+static void *exec_real(void *_Atomic *slot, const char *name)
 {
-    execve_fn f;
-    void *sym = real_fn(&g_execve, "execve");
-    memcpy(&f, &sym, sizeof f);
-    if (!f) {
+    void *sym = real_fn(slot, name);
+    if (!sym) {
         errno = ENOSYS;
-        return -1;
+        return NULL;
     }
     before_exec();
-    return f(path, argv, envp);
+    return sym;
+}
+
+/* Calls the exec hook's libc function of type T (found in SLOT by NAME). */
+#define EXEC_CALL(T, slot, name, ...)                 \
+    do {                                              \
+        void *sym_ = exec_real(&(slot), name);        \
+        if (!sym_)                                    \
+            return -1;                                \
+        T f_;                                         \
+        memcpy(&f_, &sym_, sizeof f_);                \
+        return f_(__VA_ARGS__);                       \
+    } while (0)
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    EXEC_CALL(execve_fn, g_execve, "execve", path, argv, envp);
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    execvpe_fn f;
-    void *sym = real_fn(&g_execvpe, "execvpe");
-    memcpy(&f, &sym, sizeof f);
-    if (!f) {
-        errno = ENOSYS;
-        return -1;
-    }
-    before_exec();
-    return f(file, argv, envp);
+    EXEC_CALL(execvpe_fn, g_execvpe, "execvpe", file, argv, envp);
 }
 
 EXPORT int execv(const char *path, char *const argv[])
@@ -2221,28 +2229,12 @@ EXPORT int execvp(const char *file, char *const argv[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    fexecve_fn f;
-    void *sym = real_fn(&g_fexecve, "fexecve");
-    memcpy(&f, &sym, sizeof f);
-    if (!f) {
-        errno = ENOSYS;
-        return -1;
-    }
-    before_exec();
-    return f(fd, argv, envp);
+    EXEC_CALL(fexecve_fn, g_fexecve, "fexecve", fd, argv, envp);
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-    execveat_fn f;
-    void *sym = real_fn(&g_execveat, "execveat");
-    memcpy(&f, &sym, sizeof f);
-    if (!f) {
-        errno = ENOSYS;
-        return -1;
-    }
-    before_exec();
-    return f(dirfd, path, argv, envp, flags);
+    EXEC_CALL(execveat_fn, g_execveat, "execveat", dirfd, path, argv, envp, flags);
 }
 
 /* execl, execlp, execle: the arguments gathered into an array on the
