@@ -809,14 +809,14 @@ static void judge(struct msite *m, const struct mra_analysis *a, const struct mr
         return;
     }
     if (save < th->min_share * prog_ns) {
-        m->reason = dupf("none: would be %s (%s), but it saves %.2f ms, %.2f%% of the run (below min_share %.0f%%)",
+        m->reason = dupf("none: would be %s (%s), but it saves %.2f ms, %.2f%% of the run (below min_share %g%%)",
                          name, rule, save / 1e6, 100 * save / prog_ns, 100 * th->min_share);
         m->thread_safe = false;
         return;
     }
     m->rec = r;
     m->saving = save;
-    m->reason = dupf("%s: %s; %llu allocations (>= %llu), saves %.2f ms = %.1f%% of the run (>= %.0f%%), "
+    m->reason = dupf("%s: %s; %llu allocations (>= %llu), saves %.2f ms = %.1f%% of the run (>= %g%%), "
                      "glibc costed as %s",
                      name, rule, (unsigned long long)s->allocations, (unsigned long long)th->min_allocations,
                      save / 1e6, 100 * save / prog_ns, 100 * th->min_share, patname[m->pattern]);
@@ -1010,7 +1010,7 @@ static int behind_functions(struct work *w, struct mra_analysis *a, const struct
         snprintf(b->reason, sizeof b->reason,
                  "pools%s: %zu sites reach malloc from this function, %zu of them (%.1f%% of its %llu "
                  "allocations) with sizes <= max_small_size %llu; one mr_pools behind it saves %.2f ms = %.1f%% "
-                 "of the run (>= min_share %.0f%%)%s",
+                 "of the run (>= min_share %g%%)%s",
                  ts ? " (thread-safe)" : "", nsites, nfit, 100.0 * (double)fit / (double)allocs,
                  (unsigned long long)allocs, (unsigned long long)th->max_small_size, save / 1e6,
                  100 * save / prog_ns, 100 * th->min_share,

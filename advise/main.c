@@ -67,7 +67,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]\n"
-            "                     [--depth N] [--top N] [--wrapper NAME]... -- PROGRAM [ARGS...]\n"
+            "                     [--depth N] [--top N] [--min-share PERCENT] [--wrapper NAME]...\n"
+            "                     -- PROGRAM [ARGS...]\n"
             "       memres-advise replay TRACE [--json FILE]\n"
             "\n"
             "Runs PROGRAM with an allocation recorder preloaded and says which allocation sites\n"
@@ -80,6 +81,8 @@ static void usage(FILE *f)
             "  --trace FILE     also write the compact event stream, for `memres-advise replay`\n"
             "  --depth N        frames per site, 1..%u (default 4)\n"
             "  --top N          sites in the text report (default 10)\n"
+            "  --min-share PERCENT  recommend only what saves at least PERCENT of the program's\n"
+            "                   own run time (default 2; MEMRES_ADVISE_MIN_SHARE sets the default)\n"
             "  --wrapper NAME   fold NAME as an allocation wrapper (repeatable; NAME* matches a prefix;\n"
             "                   without symbols: MODULE+0xOFFSET as the report shows the frame)\n"
             "  --save-profile FILE     keep the recorder's profile (format.h) in FILE\n"
@@ -90,7 +93,8 @@ static void usage(FILE *f)
             "\n"
             "Environment: MEMRES_ADVISE_RECORDER (the recorder library), TMPDIR,\n"
             "XDG_CACHE_HOME (the cached costs of this machine), MEMRES_ADVISE_RECALIBRATE=1,\n"
-            "MEMRES_ADVISE_COSTS=FILE (costs from FILE, a cache file, instead of this machine's).\n"
+            "MEMRES_ADVISE_COSTS=FILE (costs from FILE, a cache file, instead of this machine's),\n"
+            "MEMRES_ADVISE_MIN_SHARE=PERCENT (--min-share's default).\n"
             "Documentation: docs/ADVISE.md.\n",
             MRA_MAX_DEPTH - MRA_FOLD_EXTRA);
 }
@@ -110,6 +114,18 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
     if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
         return -1;
     *out = (unsigned)v;
+    return 0;
+}
+
+/* A percentage 0..100 (decimals allowed) as a fraction. */
+static int parse_share(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0 && v <= 100))
+        return -1;
+    *out = v / 100;
     return 0;
 }
 
@@ -463,6 +479,9 @@ int main(int argc, char **argv)
 
     struct mra_options o;
     mra_options_default(&o);
+    const char *share = getenv("MEMRES_ADVISE_MIN_SHARE");
+    if (share && *share && parse_share(share, &o.th.min_share) != 0)
+        return bad_usage("MEMRES_ADVISE_MIN_SHARE wants a percentage 0..100, not", share);
     const char *report = NULL, *json = NULL, *svg = NULL, *trace = NULL;
     const char *save_profile = NULL, *from_profile = NULL;
     const char **wrappers = calloc((size_t)argc + 1, sizeof *wrappers);
@@ -488,7 +507,7 @@ int main(int argc, char **argv)
         /* options with a value: "--opt VALUE" or "--opt=VALUE" */
         static const char *const withval[] = { "-o", "--json", "--svg", "--trace", "--depth", "--top", "--wrapper",
                                                "--output",
-                                               "--save-profile", "--analyze-profile" };
+                                               "--save-profile", "--analyze-profile", "--min-share" };
         const char *val = NULL;
         size_t which = SIZE_MAX;
         for (size_t k = 0; k < sizeof withval / sizeof *withval; k++) {
@@ -521,6 +540,10 @@ int main(int argc, char **argv)
             break;
         case 8: save_profile = val; break;
         case 9: from_profile = val; break;
+        case 10:
+            if (parse_share(val, &o.th.min_share) != 0)
+                return bad_usage("--min-share wants a percentage 0..100, not", val);
+            break;
         case 6:
             if (!*val)
                 return bad_usage("--wrapper wants a name", NULL);

@@ -102,7 +102,7 @@ static const char *rec_label(const struct mra_site *s)
 static void print_thresholds(FILE *o, const struct mra_thresholds *t)
 {
     fprintf(o,
-            "rules: none below min_allocations %llu or a saving below min_share %.0f%% of the run;\n"
+            "rules: none below min_allocations %llu or a saving below min_share %g%% of the run;\n"
             "       arena when >= at_exit_share %.0f%% never freed, or >= together_share %.0f%% freed in bursts "
             "that leave nothing younger of the site live, or never freed;\n"
             "       arena-rewind when >= stack_share %.0f%% of frees free the youngest live object;\n"
