@@ -238,6 +238,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     p->header_bytes = header_bytes;
     p->hot.size = size;
     p->hot.key = mri_os_random();
+    p->hot.tc_id = MRI_TC_NO_ID; /* thread-safe: the engine's id, below */
     p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
     p->resource.ops = &view_ops;
     p->upstream = up;
@@ -527,7 +528,7 @@ static bool walk(const mr_objpool *p, size_t *steps)
         return mri_tc_check(p->tc, "mr_objpool_check", p, &held, &blocks) &&
                mri_ledger_verify(&p->ledger, "mr_objpool_check", p, held, blocks);
     }
-    CHECK(h->guard == 0 && h->tc_id == 0, "guard %#jx / id %ju in a pool that is not thread-safe",
+    CHECK(h->guard == 0 && h->tc_id == MRI_TC_NO_ID, "guard %#jx / id %ju in a pool that is not thread-safe",
           (uintmax_t)h->guard, (uintmax_t)h->tc_id);
     CHECK(p->used <= p->nblocks && p->nblocks <= p->cap, "used %zu, blocks %zu, directory %zu", p->used,
           p->nblocks, p->cap);

@@ -527,8 +527,8 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
         pthread_mutex_unlock(&self->mu);
         pthread_mutex_unlock(&g_mu);
     }
-    mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].id = t->id;
-    mri_tc_table[t->id & (MRI_TC_SLOTS - 1)].slots = c->slots;
+    mri_tc_entry_of(t->id)->id = t->id;
+    mri_tc_entry_of(t->id)->slots = c->slots;
     return c;
 }
 
@@ -567,7 +567,7 @@ size_t mri_tc_bytes(size_t nclasses)
 struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_resource *up, uintptr_t key)
 {
     struct mri_tc *t = mem;
-    t->id = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_RELAXED);
+    t->id = __atomic_add_fetch(&g_next_id, MRI_TC_STEP, __ATOMIC_RELAXED);
     t->chunks = (struct mri_chunks){.ledger = ledger, .upstream = up, .lock = &t->mu};
     t->key = key;
     t->nclasses = nclasses;

@@ -41,7 +41,8 @@ struct mri_objpool_hot {
     uintptr_t guard;        /* 0; UINTPTR_MAX in a thread-safe pool, whose frees
                                (like its allocations: free and ptr == end stay 0)
                                all leave the unsynchronised inline path */
-    uint64_t tc_id;         /* thread-safe: the pool's id (bits/tcache.h); 0: not */
+    uint64_t tc_id;         /* thread-safe: the pool's id (bits/tcache.h); not:
+                               MRI_TC_NO_ID, which no table entry holds */
     uintptr_t mark;         /* a free object's second word (MR_FREE_CHECK) */
 };
 
@@ -108,11 +109,9 @@ static inline void *mri_objpool_tc_take(mr_objpool *p)
 {
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    if (h->tc_id != 0) {
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
-        if (MR_LIKELY(e->id == h->tc_id))
-            return mri_tc_take(&e->slots[0], h->key);
-    }
+    struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+    if (MR_LIKELY(e->id == h->tc_id))
+        return mri_tc_take(&e->slots[0], h->key);
 #else
     (void)p;
 #endif
@@ -127,7 +126,7 @@ static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    if (h->tc_id != 0 && obj != NULL) {
+    if (obj != NULL) {
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
         if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key, h->mark)))
             return true;

@@ -62,12 +62,12 @@ struct mri_pools_class {
 struct mri_pools_hot {
     struct mri_pools_class *classes;  /* the class array; thread-safe: NULL */
     size_t alloc_max;                 /* pool_max; thread-safe: 0 (the unsynchronised
-                                         alloc never applies) */
+                                         alloc and free never apply) */
     size_t pool_max;                  /* requests of up to this many bytes take the inline
                                          paths (a class size) */
     uintptr_t key;                    /* free-list link encoding (bits/link.h) */
-    uintptr_t guard;                  /* 0; thread-safe: UINTPTR_MAX (no pointer is above
-                                         it: the unsynchronised free never applies) */
+    size_t ts_max;                    /* thread-safe: pool_max; 0: not (one compare picks
+                                         the thread-safe inline parts) */
     uint64_t tc_id;                   /* thread-safe: the pool's id (bits/tcache.h); 0: not */
     uintptr_t mark;                   /* a free block's second word (MR_FREE_CHECK) */
 };
@@ -153,7 +153,7 @@ static inline void *mri_pools_alloc_in(mr_pools *p, size_t size, size_t align, s
         void *b = mri_pools_class_take(p, mri_pools_class_in(h->classes, x, xbits));
         if (MR_LIKELY(b != NULL))
             return b;
-    } else if (h->tc_id != 0 && x < h->pool_max) {
+    } else if (x < h->ts_max) {
         /* thread-safe: this thread's cache of the pool */
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
         if (MR_LIKELY(e->id == h->tc_id)) {
@@ -175,10 +175,10 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
 #if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     size_t x = size - 1;
-    if (MR_LIKELY((uintptr_t)ptr > h->guard && x < h->pool_max)) { /* ptr != NULL */
+    if (MR_LIKELY(ptr != NULL && x < h->alloc_max)) {
         if (MR_LIKELY(mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr)))
             return;
-    } else if (h->tc_id != 0 && ptr != NULL && x < h->pool_max) {
+    } else if (ptr != NULL && x < h->ts_max) {
         struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
         if (MR_LIKELY(e->id == h->tc_id) &&
             MR_LIKELY(mri_tc_put(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key, h->mark)))
