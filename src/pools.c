@@ -347,7 +347,8 @@ static void start_engine(mr_pools *p, size_t off)
         cls->round = true;
     }
     mri_tc_start(p->tc);
-    p->hot.ts_max = p->hot.pool_max; /* alloc_max stays 0: the unsynchronised inline parts never apply */
+    p->hot.guard = UINTPTR_MAX;      /* the inline free's unsynchronised part never applies (alloc's: alloc_max 0) */
+    p->hot.ts_max = p->hot.pool_max; /* one compare picks the thread-safe parts */
     p->hot.tc_id = p->tc->id;
 }
 

@@ -62,10 +62,12 @@ struct mri_pools_class {
 struct mri_pools_hot {
     struct mri_pools_class *classes;  /* the class array; thread-safe: NULL */
     size_t alloc_max;                 /* pool_max; thread-safe: 0 (the unsynchronised
-                                         alloc and free never apply) */
+                                         alloc never applies) */
     size_t pool_max;                  /* requests of up to this many bytes take the inline
                                          paths (a class size) */
     uintptr_t key;                    /* free-list link encoding (bits/link.h) */
+    uintptr_t guard;                  /* 0; thread-safe: UINTPTR_MAX (no pointer is above
+                                         it: the unsynchronised free never applies) */
     size_t ts_max;                    /* thread-safe: pool_max; 0: not (one compare picks
                                          the thread-safe inline parts) */
     uint64_t tc_id;                   /* thread-safe: the pool's id (bits/tcache.h); 0: not */
@@ -175,7 +177,7 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
 #if !MR_CHECKED
     struct mri_pools_hot *h = (struct mri_pools_hot *)(void *)p;
     size_t x = size - 1;
-    if (MR_LIKELY(ptr != NULL && x < h->alloc_max)) {
+    if (MR_LIKELY((uintptr_t)ptr > h->guard && x < h->pool_max)) { /* ptr != NULL */
         if (MR_LIKELY(mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr)))
             return;
     } else if (ptr != NULL && x < h->ts_max) {
