@@ -169,17 +169,17 @@ bool mri_pools_walk(const mr_pools *p, size_t *steps)
         for (size_t i = 0; i < p->nclasses; i++)
             CHECK(p->tc->classes[i].size == class_size(p, i), "class %zu: size %zu, expected %zu", i,
                   p->tc->classes[i].size, class_size(p, i));
-        CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX && p->hot.ts_max == p->hot.pool_max &&
-                  p->hot.tc_id == p->tc->id,
-              "thread-safe pool: inline fields %p / %zu / %ju", (void *)p->hot.classes, p->hot.ts_max,
-              (uintmax_t)p->hot.tc_id);
+        CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX &&
+                  p->hot.ts_max == p->hot.pool_max && p->hot.tc_id == p->tc->id,
+              "thread-safe pool: inline fields %p / %#jx / %zu / %ju", (void *)p->hot.classes,
+              (uintmax_t)p->hot.guard, p->hot.ts_max, (uintmax_t)p->hot.tc_id);
         if (!mri_tc_check(p->tc, "mr_pools_check", p, &held, &blocks))
             return false;
     } else {
         CHECK(p->hot.classes != NULL && p->hot.alloc_max == p->hot.pool_max && p->hot.guard == 0 && p->hot.ts_max == 0 &&
                   p->hot.tc_id == 0,
-              "inline fields: alloc_max %zu, ts_max %zu, id %ju", p->hot.alloc_max, p->hot.ts_max,
-              (uintmax_t)p->hot.tc_id);
+              "inline fields: alloc_max %zu, guard %#jx, ts_max %zu, id %ju", p->hot.alloc_max,
+              (uintmax_t)p->hot.guard, p->hot.ts_max, (uintmax_t)p->hot.tc_id);
         size_t chunk_bytes = 0, records = 0, out = mri_chunks_handed_out(&p->chunks);
         for (size_t i = 0; i < p->nclasses; i++)
             if (!check_class(p, i, &chunk_bytes, &records, out, steps))
