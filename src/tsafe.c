@@ -529,7 +529,18 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
     }
     mri_tc_entry_of(t->id)->id = t->id;
     mri_tc_entry_of(t->id)->slots = c->slots;
+    MR_ASSERT_INTERNAL(!MRI_TC_TP || mri_tc_off(t->id) == t->off); /* the same in every thread */
     return c;
+}
+
+uintptr_t mri_tc_off(uint64_t id)
+{
+#if MRI_TC_TP
+    return (uintptr_t)mri_tc_entry_of(id) - mri_tc_tp();
+#else
+    (void)id;
+    return 0;
+#endif
 }
 
 bool mri_tc_listed(struct mri_tc *t, size_t i, const void *b)
@@ -568,6 +579,7 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
 {
     struct mri_tc *t = mem;
     t->id = __atomic_add_fetch(&g_next_id, MRI_TC_STEP, __ATOMIC_RELAXED);
+    t->off = mri_tc_off(t->id);
     t->chunks = (struct mri_chunks){.ledger = ledger, .upstream = up, .lock = &t->mu};
     t->key = key;
     t->nclasses = nclasses;

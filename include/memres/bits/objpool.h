@@ -43,6 +43,7 @@ struct mri_objpool_hot {
                                all leave the unsynchronised inline path */
     uint64_t tc_id;         /* thread-safe: the pool's id (bits/tcache.h); not:
                                MRI_TC_NO_ID, which no table entry holds */
+    uintptr_t tc_off;       /* mri_tc_off(tc_id): where the thread-safe parts look */
     uintptr_t mark;         /* a free object's second word (MR_FREE_CHECK) */
 };
 
@@ -109,7 +110,7 @@ static inline void *mri_objpool_tc_take(mr_objpool *p)
 {
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+    struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
     if (MR_LIKELY(e->id == h->tc_id))
         return mri_tc_take(&e->slots[0], h->key);
 #else
@@ -127,7 +128,7 @@ static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
     if (obj != NULL) {
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
         if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key, h->mark)))
             return true;
     }

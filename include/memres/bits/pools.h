@@ -71,6 +71,7 @@ struct mri_pools_hot {
     size_t ts_max;                    /* thread-safe: pool_max; 0: not (one compare picks
                                          the thread-safe inline parts) */
     uint64_t tc_id;                   /* thread-safe: the pool's id (bits/tcache.h); 0: not */
+    uintptr_t tc_off;                 /* thread-safe: its entry's mri_tc_off; 0: not */
     uintptr_t mark;                   /* a free block's second word (MR_FREE_CHECK) */
 };
 
@@ -157,7 +158,7 @@ static inline void *mri_pools_alloc_in(mr_pools *p, size_t size, size_t align, s
             return b;
     } else if (x < h->ts_max) {
         /* thread-safe: this thread's cache of the pool */
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
         if (MR_LIKELY(e->id == h->tc_id)) {
             void *b = mri_tc_take(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], h->key);
             if (MR_LIKELY(b != NULL))
@@ -181,7 +182,7 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
         if (MR_LIKELY(mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr)))
             return;
     } else if (ptr != NULL && x < h->ts_max) {
-        struct mri_tc_entry *e = mri_tc_entry_of(h->tc_id);
+        struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
         if (MR_LIKELY(e->id == h->tc_id) &&
             MR_LIKELY(mri_tc_put(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key, h->mark)))
             return;

@@ -67,6 +67,38 @@ static inline struct mri_tc_entry *mri_tc_entry_of(uint64_t id)
     return (struct mri_tc_entry *)(void *)((char *)mri_tc_table + (id & MRI_TC_MASK));
 }
 
+/* Private: on x86-64 Linux the inline paths find the entry from the thread
+ * pointer (%fs:0, the x86-64 TLS ABI's TCB self pointer) and the entry's
+ * offset from it, which the pool keeps (tc_off, from mri_tc_off): the table
+ * is static TLS, at the same offset from every thread's thread pointer, so
+ * the offset taken in the thread that made the pool holds in all.  That is
+ * one load and one add where the table's address takes a GOT load, the
+ * thread pointer, a copy, an AND and an add.  Elsewhere: mri_tc_entry_of. */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define MRI_TC_TP 1
+static inline uintptr_t mri_tc_tp(void)
+{
+    uintptr_t tp;
+    __asm__("movq %%fs:0, %0" : "=r"(tp)); /* constant within a thread: not volatile */
+    return tp;
+}
+#else
+#define MRI_TC_TP 0
+#endif
+
+/* Private: the calling thread's table entry for the pool with this id and
+ * tc_off (the inline paths' mri_tc_entry_of). */
+static inline struct mri_tc_entry *mri_tc_entry_at(uint64_t id, uintptr_t off)
+{
+#if MRI_TC_TP
+    (void)id;
+    return (struct mri_tc_entry *)(void *)(mri_tc_tp() + off);
+#else
+    (void)off;
+    return mri_tc_entry_of(id);
+#endif
+}
+
 /* Private: the calling thread's slot of class i of the pool with this id,
  * or NULL when the thread's table has no entry for it. */
 static inline struct mri_tc_slot *mri_tc_slot_of(uint64_t id, size_t i)
