@@ -10,8 +10,9 @@
  * No in-process warm-up: each run is a cold process, as a program meets its
  * allocator (first-touch page faults included).  --warmup N discarded runs
  * per row go first (default 1 when --runs >= 3; 0 in --quick).  The rows
- * of a scenario run in rounds, each round every row once in turn, so that a
- * host whose speed drifts biases no row.  Rows show the median of the runs
+ * of a scenario run in rounds, each round every row once in an order
+ * shuffled per round, so that neither a host whose speed drifts nor the row
+ * run before another biases a row.  Rows show the median of the runs
  * with min and max, and the ratio to the glibc row of the scenario's first
  * malloc variant and to the best peer (the fastest malloc, peer-library or
  * external row), each the median of the per-round ratios, with the spread
@@ -437,10 +438,29 @@ static void set_ratios(row *rows, int nrows)
     }
 }
 
+/* The order of round k's rows: 0 .. count-1 shuffled by a generator seeded
+ * with k (the same in every run of the program).  A row's cost can depend
+ * on the row before it -- on a VM, a process that touches memory the one
+ * before it gave back to the host (4 KiB pages, then huge pages) took 0.5 s
+ * more system time -- so no row keeps one predecessor. */
+static void round_order(int *order, int count, int k)
+{
+    uint64_t x = 0x9e3779b97f4a7c15u * (uint64_t)(k + 1);
+    for (int i = 0; i < count; i++)
+        order[i] = i;
+    for (int i = count - 1; i > 0; i--) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        int j = (int)(x % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 /* Runs the plan scenario by scenario, printing each scenario's table when
  * its rows are done.  The rows of a scenario run in rounds: the warm-ups,
- * then round k runs every row's run k in turn, so that each ratio compares
- * runs made at the same time.  Returns the errors. */
+ * then round k runs every row's run k, in round_order's order, so that each
+ * ratio compares runs made at the same time.  Returns the errors. */
 static int plan_run(plan *p, const options *o)
 {
     int errors = 0;
@@ -455,9 +475,13 @@ static int plan_run(plan *p, const options *o)
                 count++;
             }
         row *rows = count > 0 ? &p->rows[first] : p->rows;
-        for (int k = 0; k < o->warmup + o->runs; k++)
-            for (int i = 0; i < count; i++)
-                (void)run_row_once(o, &rows[i], first + i, p->nrows, k);
+        int *order = xcalloc((size_t)count, sizeof *order);
+        for (int k = 0; k < o->warmup + o->runs; k++) {
+            round_order(order, count, k);
+            for (int j = 0; j < count; j++)
+                (void)run_row_once(o, &rows[order[j]], first + order[j], p->nrows, k);
+        }
+        free(order);
         for (int i = 0; i < count; i++)
             run_row_done(&rows[i], first + i, p->nrows);
         progress_end();

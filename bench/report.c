@@ -102,7 +102,7 @@ void print_header(FILE *f, const options *o, const machine *m)
     fputc('\n', f);
     fprintf(f, "method:    each run a fresh process; wall time inside it around the workload;\n"
                "           user/sys/RSS/faults of the whole process; %d run%s per row after %d discarded,\n"
-               "           in rounds (each round runs every row of a scenario once, in turn);\n"
+               "           in rounds (each round runs every row of a scenario once, order shuffled per round);\n"
                "           median [min, max]; xglibc, xpeer: medians of the per-round ratios,\n"
                "           xpeer range: the lowest and highest round; instructions: %s\n",
             o->runs, o->runs == 1 ? "" : "s", o->warmup, m->perf);
