@@ -475,6 +475,41 @@ static void test_huge_page_blocks(void **state)
     }
 }
 
+/* Over mr_page_resource_huge() growth starts at the largest default block
+ * (2 MiB + 8 KiB: one huge page and two small ones), not at 4 KiB; a given
+ * block_size, or a smaller max_block_size, still decides. */
+static void test_huge_source_first_block(void **state)
+{
+    (void)state;
+    const size_t big = 2 * MiB + 8192;
+    mr_arena *a = arena_on(mr_page_resource_huge(), 0, 0, 0);
+    unsigned char *p = mr_arena_alloc(a, 100);
+    assert_non_null(p);
+    mr_stats st = stats(a);
+    assert_true(st.held >= big && st.held < big + page_size()); /* the block and the header */
+    assert_true(((uintptr_t)p & (MR_HUGE_PAGE_SIZE - 1)) < page_size()); /* 2 MiB-aligned block */
+    for (size_t i = 0; i < (2 * MiB - 2 * A) / 4096; i++)
+        assert_non_null(mr_arena_alloc(a, 4096));
+    assert_int_equal(stats(a).held, st.held); /* 2 MiB of data in that one block */
+    assert_true(mr_arena_check(a));
+    mr_arena_destroy(a);
+
+    a = arena_on(mr_page_resource_huge(), 8192, 0, 0); /* given: kept */
+    assert_non_null(mr_arena_alloc(a, 100));
+    assert_true(stats(a).held < 8192 + page_size());
+    mr_arena_destroy(a);
+
+    a = arena_on(mr_page_resource_huge(), 0, 64 * 1024, 0); /* capped by max_block_size */
+    assert_non_null(mr_arena_alloc(a, 100));
+    assert_true(stats(a).held < 64 * 1024 + page_size());
+    mr_arena_destroy(a);
+
+    a = arena_on(mr_page_resource(), 0, 0, 0); /* small pages: 4 KiB first */
+    assert_non_null(mr_arena_alloc(a, 100));
+    assert_true(stats(a).held < 4096 + page_size());
+    mr_arena_destroy(a);
+}
+
 /* ======================================================================
  * stats
  * ====================================================================== */
@@ -573,6 +608,7 @@ int main(void)
         mrt_unit_test(test_dedicated_block),
         mrt_unit_test(test_requests_above_growth_size),
         cmocka_unit_test(test_huge_page_blocks),
+        cmocka_unit_test(test_huge_source_first_block),
         mrt_unit_test(test_stats),
         mrt_unit_test(test_stats_count_inline_path),
     };

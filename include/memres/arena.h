@@ -45,8 +45,10 @@ typedef struct mr_arena_options {
                                other function (the report then ends with a
                                "memres: the buffer ... never destroyed" line) */
     size_t buffer_size;     /* bytes at buffer: at least MR_ARENA_BUFFER_MIN */
-    size_t block_size;      /* first block from upstream; 0: 4 KiB; smaller
-                               than 256 bytes: 256 */
+    size_t block_size;      /* first block from upstream; 0: 4 KiB, or over
+                               mr_page_resource_huge() the largest default
+                               (2 MiB + 8 KiB: a huge page per block; capped
+                               by max_block_size); smaller than 256 bytes: 256 */
     size_t max_block_size;  /* cap on geometric growth; 0: 2 MiB + 8 KiB, so
                                that a block holds 2 MiB of data besides its
                                header and the smaller blocks' rounding (data
