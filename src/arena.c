@@ -341,12 +341,11 @@ _Static_assert(alignof(struct mr_arena) - 1 + sizeof(struct mr_arena) + ALIGN - 
 
 /* Block sizes from the options: defaults, the MIN_BLOCK_SIZE floor, the cap
  * raised to the first size, both rounded as every block is.  false on
- * options no arena can honour. */
-/* The first and the largest block size of o, rounded.  huge: the upstream
- * is mr_page_resource_huge(), where growth starts at the largest default
- * size: the smaller blocks there are separate mappings of small pages (no
- * huge page can back them), and binary-trees' small trees, which live in
- * the first blocks after a rewind, ran 1.05x slower in them than in a
+ * options no arena can honour.  huge: the upstream is
+ * mr_page_resource_huge(), where the default first block is the largest
+ * default size: smaller blocks there are separate mappings of small pages
+ * (no huge page can back them), and binary-trees' small trees, which live
+ * in the first blocks after a rewind, ran 1.05x slower in them than in a
  * 2 MiB block or in the default arena's malloc'd ones (the Intel Xeon VM,
  * docs/BENCHMARKS.md "binary-trees"). */
 static bool growth_sizes(const mr_arena_options *o, bool huge, size_t *first, size_t *max)
