@@ -256,7 +256,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         cls->round = false;
         mri_tc_start(p->tc);
         p->hot.tc_id = p->tc->id;
-        p->hot.tc_off = p->tc->off;
+        p->hot.tc_off = mri_tc_off(p->tc->id);
     }
     mri_node_init(&p->node, &node_ops, opts != NULL ? opts->name : NULL, up, tree_lock, NULL);
     if (parent != NULL)
@@ -521,8 +521,8 @@ static bool walk(const mr_objpool *p, size_t *steps)
           "block bytes %zu != %zu objects * %zu", p->block_bytes, p->per_block, size);
     if (p->tc != NULL) {
         const struct mri_tc_class *cls = &p->tc->classes[0];
-        CHECK(h->guard == UINTPTR_MAX && h->tc_id == p->tc->id && h->tc_off == p->tc->off && h->free == NULL && h->ptr == 0 && h->end == 0 &&
-                  p->nblocks == 0,
+        CHECK(h->guard == UINTPTR_MAX && h->tc_id == p->tc->id && h->tc_off == mri_tc_off(p->tc->id) &&
+                  h->free == NULL && h->ptr == 0 && h->end == 0 && p->nblocks == 0,
               "thread-safe pool with the unsynchronised inline paths enabled");
         CHECK(cls->size == size && cls->align == p->align && cls->max_blocks == p->per_block,
               "thread caches: object size %zu, alignment %zu, %zu per block", cls->size, cls->align, cls->max_blocks);

@@ -350,7 +350,7 @@ static void start_engine(mr_pools *p, size_t off)
     p->hot.guard = UINTPTR_MAX;      /* the inline free's unsynchronised part never applies (alloc's: alloc_max 0) */
     p->hot.ts_max = p->hot.pool_max; /* one compare picks the thread-safe parts */
     p->hot.tc_id = p->tc->id;
-    p->hot.tc_off = p->tc->off;
+    p->hot.tc_off = mri_tc_off(p->tc->id);
 }
 
 MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)

@@ -170,7 +170,7 @@ bool mri_pools_walk(const mr_pools *p, size_t *steps)
             CHECK(p->tc->classes[i].size == class_size(p, i), "class %zu: size %zu, expected %zu", i,
                   p->tc->classes[i].size, class_size(p, i));
         CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX &&
-                  p->hot.ts_max == p->hot.pool_max && p->hot.tc_id == p->tc->id && p->hot.tc_off == p->tc->off,
+                  p->hot.ts_max == p->hot.pool_max && p->hot.tc_id == p->tc->id && p->hot.tc_off == mri_tc_off(p->tc->id),
               "thread-safe pool: inline fields %p / %#jx / %zu / %ju / %#jx", (void *)p->hot.classes,
               (uintmax_t)p->hot.guard, p->hot.ts_max, (uintmax_t)p->hot.tc_id, (uintmax_t)p->hot.tc_off);
         if (!mri_tc_check(p->tc, "mr_pools_check", p, &held, &blocks))

@@ -529,7 +529,6 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
     }
     mri_tc_entry_of(t->id)->id = t->id;
     mri_tc_entry_of(t->id)->slots = c->slots;
-    MR_ASSERT_INTERNAL(!MRI_TC_TP || mri_tc_off(t->id) == t->off); /* the same in every thread */
     return c;
 }
 
@@ -579,7 +578,6 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
 {
     struct mri_tc *t = mem;
     t->id = __atomic_add_fetch(&g_next_id, MRI_TC_STEP, __ATOMIC_RELAXED);
-    t->off = mri_tc_off(t->id);
     t->chunks = (struct mri_chunks){.ledger = ledger, .upstream = up, .lock = &t->mu};
     t->key = key;
     t->nclasses = nclasses;

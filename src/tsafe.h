@@ -62,7 +62,6 @@ struct mri_tc_class {
 /* The engine of one pool.  classes[] follows it in the caller's memory. */
 struct mri_tc {
     uint64_t id;                    /* never reused: stale thread entries never match */
-    uintptr_t off;                  /* mri_tc_off(id): the inline paths' tc_off */
     pthread_mutex_t mu;             /* ledger, chunk records, the cache lists */
     struct mri_chunks chunks;       /* the records, and every upstream call (lock: mu) */
     uintptr_t key;
@@ -92,7 +91,8 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
 void mri_tc_start(struct mri_tc *t);
 /* What a pool with this id keeps as tc_off for the inline paths
  * (mri_tc_entry_at): its entry's offset from the thread pointer, the same in
- * every thread (static TLS); 0 where MRI_TC_TP is 0. */
+ * every thread (initial-exec TLS); 0 where MRI_TC_TP is 0.  The checks
+ * compare the kept value with the checking thread's. */
 uintptr_t mri_tc_off(uint64_t id);
 /* Detaches every cache from its thread, returns caches, chunks and record
  * pages upstream.  No other call on the pool may run. */
