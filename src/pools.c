@@ -74,6 +74,7 @@
 _Static_assert(sizeof(struct mri_pools_class) == 64 || sizeof(void *) != 8, "a class is one cache line");
 _Static_assert(MR_POOLS_MAX_POOL_BLOCK <= MRI_CHUNK_HARD_MAX_BYTES, "every class fits a chunk");
 _Static_assert((MR_POOLS_MAX_POOL_BLOCK & (MR_POOLS_MAX_POOL_BLOCK - 1)) == 0, "the largest class is a power of two");
+_Static_assert(MRI_MASK_WORDS * 64 <= MRI_TC_MAX_CLASSES, "mri_tc_none covers every class of a pool");
 _Static_assert(MR_POOLS_MAX_ALIGN == MRI_CLASS_ALIGN_MAX, "one largest class alignment");
 
 /* ---- classes ---- */
@@ -349,8 +350,8 @@ static void start_engine(mr_pools *p, size_t off)
     mri_tc_start(p->tc);
     p->hot.guard = UINTPTR_MAX;      /* the inline free's unsynchronised part never applies (alloc's: alloc_max 0) */
     p->hot.ts_max = p->hot.pool_max; /* one compare picks the thread-safe parts */
-    p->hot.tc_id = p->tc->id;
-    p->hot.tc_off = mri_tc_off(p->tc->id);
+    p->hot.tc_index = p->tc->index;
+    p->hot.tc_off = mri_tc_off(p->tc->index);
 }
 
 MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
@@ -405,6 +406,8 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
         p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
         p->cold = (struct mri_pools_cold *)(void *)(p->hot.classes + nclasses);
         p->hot.alloc_max = p->hot.pool_max;
+        p->hot.tc_index = MRI_TC_NONE;
+        p->hot.tc_off = mri_tc_off(MRI_TC_NONE);
         for (size_t i = 0; i < nclasses; i++)
             p->hot.classes[i].size = class_size(p, i);
         MRI_WALK_NOW(p, mri_pools_walk);

@@ -53,11 +53,18 @@
  * region go to the shared lists, where the next round takes them first
  * (tests/test_pools_threads_bound.c proves it on exact held).
  *
- * Cache lookup.  Each pool has an id from a global counter, never reused.
- * A thread keeps a direct-mapped table id -> cache (MRI_TC_SLOTS entries,
- * static TLS) in front of its list of caches; a stale entry of a destroyed
- * pool never matches a later pool at the same address.  The first use of a
- * pool by a thread takes a spare cache, or a new one from upstream.
+ * Cache lookup.  The first MRI_TC_SLOTS engines alive at once each own an
+ * entry index (g_index_used); every thread's table (static TLS) holds at
+ * that index its slots for the engine, or mri_tc_none.  A destroy, which
+ * no other call on the pool may overlap, sets the entry back to
+ * mri_tc_none in the thread of each active cache before the index is
+ * free again, and an exiting thread resets its whole table: an entry
+ * never leads to a cache that is not the thread's for the index's present
+ * engine.  Engines beyond the first MRI_TC_SLOTS find their caches out of
+ * line, in a direct-mapped table keyed by the engine's id (a global
+ * counter, never reused: an entry left by a destroyed engine never
+ * matches).  The first use of a pool by a thread takes a spare cache, or a
+ * new one from upstream.
  *
  * Locks, in this order (no path takes an earlier one while holding a later
  * one; no upstream call is made with any of them held):
@@ -93,11 +100,26 @@
 #define BATCH_MIN ((size_t)2)           /* ... and at least 2, at most 128 blocks */
 #define BATCH_MAX ((size_t)128)
 
-MR_API _Thread_local struct mri_tc_entry mri_tc_table[MRI_TC_SLOTS] __attribute__((tls_model("initial-exec")));
+MR_API const struct mri_tc_slot mri_tc_none[MRI_TC_MAX_CLASSES];
+#define NONE1 (struct mri_tc_slot *)mri_tc_none
+#define NONE8 NONE1, NONE1, NONE1, NONE1, NONE1, NONE1, NONE1, NONE1
+_Static_assert(MRI_TC_SLOTS == 32, "the initialiser below has MRI_TC_SLOTS + 1 entries");
+MR_API _Thread_local struct mri_tc_slot *mri_tc_table[MRI_TC_SLOTS + 1]
+    __attribute__((tls_model("initial-exec"))) = {NONE8, NONE8, NONE8, NONE8, NONE1};
 __thread struct mri_tc_thread mri_tc_self __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* The overflow table: engines with no entry index, by id. */
+#define OVERFLOW_SLOTS 8
+struct overflow_entry {
+    uint64_t id;
+    struct mri_tc_slot *slots;
+};
+static __thread struct overflow_entry overflow[OVERFLOW_SLOTS] __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct mri_tc *g_engines; /* every engine (under g_mu) */
+static uint32_t g_index_used;    /* entry indexes taken (under g_mu) */
+_Static_assert(MRI_TC_SLOTS <= 32, "g_index_used has a bit per entry index");
 static uint64_t g_next_id;       /* atomic */
 
 /* ---- second words: batch and region records inside free blocks ---- */
@@ -164,12 +186,12 @@ static void *chain_cut(struct mri_tc *t, void *head, size_t n)
     return rest;
 }
 
-/* Cuts the first n blocks (n <= s->nfree) off the slot's list; returns them. */
+/* Cuts the first n blocks (n <= s->nfree) off the slot's list; returns
+ * them (the caller counts them out). */
 static void *cut_front(struct mri_tc *t, struct mri_tc_slot *s, size_t n)
 {
     void *head = s->free;
     s->free = chain_cut(t, head, n);
-    s->nfree -= n;
     return head;
 }
 
@@ -180,6 +202,42 @@ static void region_push_locked(struct mri_tc *t, struct mri_tc_class *cls, uintp
     word1_set(b, end);
     cls->regions = b;
     cls->region_blocks += (end - bump) / cls->size;
+}
+
+/* ---- the counts of a slot ----
+ * allocations = from_list + carved; frees = nfree + from_list + moved,
+ * where moved (after the cache's slots) counts the blocks the slot's list
+ * passed to the shared lists less those it took from them: a free pushes
+ * on the list (nfree + 1) and counts nothing else.  Only the owning thread
+ * writes them.  The slow paths store in an order (release stores) where
+ * memory as it was at one instant -- a cache lost at fork, its thread
+ * stopped anywhere -- shows frees too high, or one too low (a free between
+ * its push and its count); a stats snapshot from another thread reads the
+ * counts one by one and may be off by a batch either way while the thread
+ * runs, and mri_tc_counts keeps it within [0, allocations]. */
+
+static size_t *slot_moved(const struct mri_tc *t, struct mri_tc_slot *s, size_t i)
+{
+    return (size_t *)(void *)(s - i + t->nclasses) + i;
+}
+
+static size_t moved_load(const struct mri_tc *t, const struct mri_tc_cache *c, size_t i)
+{
+    return __atomic_load_n((const size_t *)(const void *)(c->slots + t->nclasses) + i, __ATOMIC_RELAXED);
+}
+
+/* The slot's list passed n blocks to the shared lists (n "negative": took
+ * -n from them).  After the stores before it. */
+static void moved_add(const struct mri_tc *t, struct mri_tc_slot *s, size_t i, size_t n)
+{
+    size_t *m = slot_moved(t, s, i);
+    __atomic_store_n(m, *m + n, __ATOMIC_RELEASE);
+}
+
+/* After the stores before it. */
+static void set_nfree(struct mri_tc_slot *s, size_t n)
+{
+    __atomic_store_n(&s->nfree, n, __ATOMIC_RELEASE);
 }
 
 /* ---- chunks ---- */
@@ -267,8 +325,12 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
             s->limit += n;
         }
         pthread_mutex_unlock(&cls->mu);
+        /* n blocks in, the first handed out as if from the list (nfree
+         * and from_list up before moved down: frees too high between) */
         s->free = mri_link_get(head, t->key);
-        s->nfree = n - 1;
+        set_nfree(s, n - 1);
+        MRI_TC_COUNT(s->from_list);
+        moved_add(t, s, i, -n);
         return head;
     }
     uintptr_t bump = 0, end = 0;
@@ -304,6 +366,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
     }
     s->bump = bump + size;
     s->end = end;
+    MRI_TC_COUNT(s->carved);
     return (void *)bump;
 }
 
@@ -314,12 +377,16 @@ MR_NOINLINE void mri_tc_spill(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
     if (s->limit == cls->min_limit) {
         /* a thread that frees what others allocated (a consumer): its
          * whole list, 2 batches + 1 blocks, goes as one batch, in O(1) */
-        batch_push(t, cls, s->free, s->nfree);
+        size_t n = s->nfree;
+        batch_push(t, cls, s->free, n);
         s->free = NULL;
-        s->nfree = 0;
+        moved_add(t, s, i, n);
+        set_nfree(s, 0);
     } else { /* a thread with chunks of its own keeps its newest blocks */
         size_t n = cls->batch;
         batch_push(t, cls, cut_front(t, s, n), n);
+        moved_add(t, s, i, n);
+        set_nfree(s, s->nfree - n);
     }
 }
 
@@ -344,7 +411,8 @@ static void slot_flush(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
     if (s->nfree != 0)
         batch_push(t, cls, s->free, s->nfree);
     s->free = NULL;
-    s->nfree = 0;
+    moved_add(t, s, i, s->nfree);
+    set_nfree(s, 0);
     if (s->bump != s->end) {
         pthread_mutex_lock(&cls->mu);
         region_push_locked(t, cls, s->bump, s->end);
@@ -412,7 +480,9 @@ void mri_tsafe_thread_exit(void)
         pthread_mutex_unlock(&t->mu);
     }
     th->caches = NULL;
-    memset(mri_tc_table, 0, sizeof mri_tc_table); /* this thread's */
+    for (size_t k = 0; k < MRI_TC_SLOTS; k++) /* this thread's */
+        mri_tc_table[k] = (struct mri_tc_slot *)mri_tc_none;
+    memset(overflow, 0, sizeof overflow);
     pthread_mutex_unlock(&th->mu);
     pthread_mutex_unlock(&g_mu);
 }
@@ -482,6 +552,7 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
     struct mri_tc_thread *self = &mri_tc_self;
     if (!self->ready) {
         pthread_mutex_init(&self->mu, NULL);
+        self->table = mri_tc_table;
         self->ready = true;
     }
     struct mri_tc_cache *c;
@@ -527,25 +598,36 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
         pthread_mutex_unlock(&self->mu);
         pthread_mutex_unlock(&g_mu);
     }
-    mri_tc_entry_of(t->id)->id = t->id;
-    mri_tc_entry_of(t->id)->slots = c->slots;
+    if (t->index != MRI_TC_NONE) {
+        mri_tc_table[t->index] = c->slots;
+    } else {
+        struct overflow_entry *e = &overflow[t->id % OVERFLOW_SLOTS];
+        e->id = t->id;
+        e->slots = c->slots;
+    }
     return c;
 }
 
-uintptr_t mri_tc_off(uint64_t id)
+struct mri_tc_slot *mri_tc_overflow_slots(const struct mri_tc *t)
+{
+    const struct overflow_entry *e = &overflow[t->id % OVERFLOW_SLOTS];
+    return e->id == t->id ? e->slots : NULL;
+}
+
+uintptr_t mri_tc_off(size_t index)
 {
 #if MRI_TC_TP
-    return (uintptr_t)mri_tc_entry_of(id) - mri_tc_tp();
+    return (uintptr_t)&mri_tc_table[index] - mri_tc_tp();
 #else
-    (void)id;
+    (void)index;
     return 0;
 #endif
 }
 
 bool mri_tc_listed(struct mri_tc *t, size_t i, const void *b)
 {
-    const struct mri_tc_slot *s = mri_tc_slot_of(t->id, i);
-    for (const void *f = s != NULL ? s->free : NULL; f != NULL; f = mri_link_load(f, t->key))
+    const struct mri_tc_slot *s = mri_tc_slots_of(t);
+    for (const void *f = s != NULL ? s[i].free : NULL; f != NULL; f = mri_link_load(f, t->key))
         if (f == b)
             return true;
     return false;
@@ -555,8 +637,8 @@ void mri_tc_flush(struct mri_tc *t)
 {
     struct mri_tc_thread *self = &mri_tc_self;
     struct mri_tc_cache *c = NULL;
-    if (mri_tc_slot_of(t->id, 0) != NULL) {
-        c = mri_container_of(mri_tc_slot_of(t->id, 0), struct mri_tc_cache, slots);
+    if (mri_tc_slots_of(t) != NULL) {
+        c = mri_container_of(mri_tc_slots_of(t), struct mri_tc_cache, slots);
     } else if (self->ready) {
         pthread_mutex_lock(&self->mu);
         for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)
@@ -577,12 +659,13 @@ size_t mri_tc_bytes(size_t nclasses)
 struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_resource *up, uintptr_t key)
 {
     struct mri_tc *t = mem;
-    t->id = __atomic_add_fetch(&g_next_id, MRI_TC_STEP, __ATOMIC_RELAXED);
+    t->id = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_RELAXED);
+    t->index = MRI_TC_NONE; /* mri_tc_start takes one */
     t->chunks = (struct mri_chunks){.ledger = ledger, .upstream = up, .lock = &t->mu};
     t->key = key;
     t->nclasses = nclasses;
     t->classes = (struct mri_tc_class *)(void *)((char *)mem + mri_align_up_nocheck(sizeof(struct mri_tc), 64));
-    t->cache_bytes = sizeof(struct mri_tc_cache) + nclasses * sizeof(struct mri_tc_slot);
+    t->cache_bytes = sizeof(struct mri_tc_cache) + nclasses * (sizeof(struct mri_tc_slot) + sizeof(size_t));
     return t;
 }
 
@@ -599,6 +682,10 @@ void mri_tc_start(struct mri_tc *t)
         pthread_mutex_init(&cls->mu, NULL);
     }
     pthread_mutex_lock(&g_mu);
+    if (g_index_used != UINT32_MAX) {
+        t->index = (size_t)__builtin_ctz(~g_index_used);
+        g_index_used |= (uint32_t)1 << t->index;
+    }
     t->reg_prev = NULL;
     t->reg_next = g_engines;
     if (g_engines != NULL)
@@ -617,10 +704,13 @@ static void empty_all(struct mri_tc *t, bool release)
             for (size_t i = 0; i < t->nclasses; i++) {
                 struct mri_tc_slot *s = &c->slots[i];
                 s->free = NULL;
-                s->nfree = 0;
                 s->bump = s->end = 0;
                 s->limit = t->classes[i].min_limit;
-                __atomic_store_n(&s->frees, s->allocations, __ATOMIC_RELAXED);
+                /* every block free: frees = allocations, kept in from_list */
+                __atomic_store_n(&s->from_list, s->from_list + s->carved, __ATOMIC_RELAXED);
+                __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(slot_moved(t, s, i), 0, __ATOMIC_RELAXED);
+                set_nfree(s, 0);
             }
     for (size_t i = 0; i < t->nclasses; i++) {
         struct mri_tc_class *cls = &t->classes[i];
@@ -669,12 +759,18 @@ void mri_tc_reset(struct mri_tc *t, bool release)
 void mri_tc_fini(struct mri_tc *t)
 {
     pthread_mutex_lock(&g_mu);
-    /* no thread finds its cache again: each is taken off its thread's list */
+    /* no thread finds its cache again: each is taken off its thread's list,
+     * and its thread's entry no longer leads to it (that thread is in no
+     * call on the pool: a destroy overlaps none) */
     for (struct mri_tc_cache *c = t->active; c != NULL; c = c->next) {
         pthread_mutex_lock(&c->thread->mu);
         thread_remove(c->thread, c);
+        if (t->index != MRI_TC_NONE)
+            c->thread->table[t->index] = (struct mri_tc_slot *)mri_tc_none;
         pthread_mutex_unlock(&c->thread->mu);
     }
+    if (t->index != MRI_TC_NONE)
+        g_index_used &= ~((uint32_t)1 << t->index);
     if (t->reg_prev != NULL)
         t->reg_prev->reg_next = t->reg_next;
     else
@@ -700,22 +796,36 @@ void mri_tc_fini(struct mri_tc *t)
 
 /* ---- queries ---- */
 
+/* Adds cache c's counts of class i to *a and *f (mod 2^64: moved may be
+ * "negative"); read while its thread goes on. */
+static void cache_counts(const struct mri_tc *t, const struct mri_tc_cache *c, size_t i, size_t *a, size_t *f)
+{
+    const struct mri_tc_slot *s = &c->slots[i];
+    size_t from_list = __atomic_load_n(&s->from_list, __ATOMIC_RELAXED);
+    *a += from_list + __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
+    *f += __atomic_load_n(&s->nfree, __ATOMIC_RELAXED) + from_list + moved_load(t, c, i);
+}
+
+/* f kept within [0, a]: a snapshot's counts are read one by one. */
+static size_t frees_within(size_t a, size_t f)
+{
+    return (ptrdiff_t)(a - f) < 0 ? a : a - f > a ? 0 : f;
+}
+
 void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *frees)
 {
     size_t a = 0, f = 0;
     pthread_mutex_lock(&t->mu);
     struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
     for (size_t l = 0; l < 3; l++)
-        for (struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
-            a += __atomic_load_n(&c->slots[i].allocations, __ATOMIC_RELAXED);
-            f += __atomic_load_n(&c->slots[i].frees, __ATOMIC_RELAXED);
-        }
+        for (struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next)
+            cache_counts(t, c, i, &a, &f);
     pthread_mutex_unlock(&t->mu);
     pthread_mutex_lock(&t->classes[i].mu);
     f += t->classes[i].frees_nocache;
     pthread_mutex_unlock(&t->classes[i].mu);
     *allocations = a;
-    *frees = f;
+    *frees = frees_within(a, f);
 }
 
 /* ---- invariants ---- */
@@ -759,8 +869,7 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
         for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
             ncaches++;
             nlost += l == 2;
-            a += c->slots[i].allocations;
-            f += c->slots[i].frees;
+            cache_counts(t, c, i, &a, &f);
             listed += c->slots[i].nfree;
         }
     size_t regions = 0;
@@ -773,9 +882,9 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
     CHECK(chunks != NULL && uncarved != NULL && freeb != NULL, "class %zu: no memory for the check", i);
     CHECK(nchunks <= max_records, "class %zu (%zu B): chunk list longer than the records held (cycle?)", i, s);
     CHECK(cls->size >= 2 * LINK && cls->align != 0 && cls->batch >= 1, "class %zu: bad parameters", i);
-    /* (after fork, a lost cache's thread may have been between its push or
-     * pop and the count: one either way) */
-    CHECK(a + nlost >= f, "class %zu (%zu B): %zu frees > %zu allocations", i, s, f, a);
+    /* (after fork, a lost cache's thread may have been between two stores:
+     * its frees seen up to a batch too high, or one too low) */
+    CHECK(nlost != 0 || a >= f, "class %zu (%zu B): %zu frees > %zu allocations", i, s, f, a);
     CHECK(capacity == cls->capacity, "class %zu (%zu B): chunks hold %zu blocks, counted %zu", i, s, capacity,
           cls->capacity);
     CHECK(cls->next == NULL || in_next, "class %zu (%zu B): next chunk not in the list", i, s);
@@ -866,7 +975,7 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
               i, s, (void *)freeb[j]);
     }
     /* what lost caches hold is unknown: then only an upper bound */
-    size_t live = a >= f ? a - f : 0;
+    size_t live = a - frees_within(a, f);
     CHECK(nlost != 0 ? nf + uncarved_blocks + live <= capacity + nlost : nf + uncarved_blocks + live == capacity,
           "class %zu (%zu B): free %zu + uncarved %zu + live %zu != capacity %zu", i, s, nf, uncarved_blocks, live,
           capacity);

@@ -33,6 +33,9 @@ struct mri_tc_cache {
     struct mri_tc_thread *thread;      /* NULL: spare or lost */
     size_t bytes;                      /* of this cache, from upstream */
     _Alignas(64) struct mri_tc_slot slots[];
+    /* after the slots, one size_t per class (mri_tc_moved): the blocks its
+     * list passed to the shared lists less those it took from them, mod
+     * 2^64 (written by the owning thread, read by stats from any) */
 };
 
 /* The shared state of one class, under mu. */
@@ -61,7 +64,9 @@ struct mri_tc_class {
 
 /* The engine of one pool.  classes[] follows it in the caller's memory. */
 struct mri_tc {
-    uint64_t id;                    /* never reused: stale thread entries never match */
+    uint64_t id;                    /* never reused: stale entries of the overflow table never match */
+    size_t index;                   /* its entry in every thread's mri_tc_table; MRI_TC_NONE: none
+                                       (more than MRI_TC_SLOTS engines alive: the overflow table) */
     pthread_mutex_t mu;             /* ledger, chunk records, the cache lists */
     struct mri_chunks chunks;       /* the records, and every upstream call (lock: mu) */
     uintptr_t key;
@@ -73,9 +78,10 @@ struct mri_tc {
     struct mri_chunk *pending;      /* chunks taken, not yet in their class (under mu) */
 };
 
-/* A thread's caches (its table of recent ones is mri_tc_table). */
+/* A thread's caches (the entries that lead to them: mri_tc_table). */
 struct mri_tc_thread {
     struct mri_tc_cache *caches;    /* under mu */
+    struct mri_tc_slot **table;     /* the thread's mri_tc_table (a destroy resets its entry) */
     pthread_mutex_t mu;             /* the list, against a destroy in another thread */
     bool ready;                     /* mu initialised */
 };
@@ -89,11 +95,12 @@ size_t mri_tc_bytes(size_t nclasses);
  * mri_tc_start.  Registers it for fork. */
 struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_resource *up, uintptr_t key);
 void mri_tc_start(struct mri_tc *t);
-/* What a pool with this id keeps as tc_off for the inline paths
- * (mri_tc_entry_at): its entry's offset from the thread pointer, the same in
- * every thread (initial-exec TLS); 0 where MRI_TC_TP is 0.  The checks
- * compare the kept value with the checking thread's. */
-uintptr_t mri_tc_off(uint64_t id);
+/* What a pool whose entry index is index (mri_tc.index, or MRI_TC_NONE)
+ * keeps as tc_off for the inline paths (mri_tc_slots_at): the entry's
+ * offset from the thread pointer, the same in every thread (initial-exec
+ * TLS); 0 where MRI_TC_TP is 0.  The checks compare the kept value with
+ * the checking thread's. */
+uintptr_t mri_tc_off(size_t index);
 /* Detaches every cache from its thread, returns caches, chunks and record
  * pages upstream.  No other call on the pool may run. */
 void mri_tc_fini(struct mri_tc *t);
@@ -126,12 +133,24 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
 MR_NOINLINE void mri_tc_spill(struct mri_tc *t, struct mri_tc_slot *s, size_t i);
 MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i);
 
+/* The calling thread's slots of t, NULL when it has no cache of t yet:
+ * its entry, or for an engine with no entry the overflow table's. */
+struct mri_tc_slot *mri_tc_overflow_slots(const struct mri_tc *t);
+static inline struct mri_tc_slot *mri_tc_slots_of(const struct mri_tc *t)
+{
+    if (MR_LIKELY(t->index != MRI_TC_NONE)) {
+        struct mri_tc_slot *s = mri_tc_table[t->index];
+        return MR_LIKELY(s != mri_tc_none) ? s : NULL;
+    }
+    return mri_tc_overflow_slots(t);
+}
+
 /* The calling thread's slot of class i of t (NULL: no cache, ENOMEM). */
 static inline struct mri_tc_slot *mri_tc_slot(struct mri_tc *t, size_t i)
 {
-    struct mri_tc_slot *s = mri_tc_slot_of(t->id, i);
+    struct mri_tc_slot *s = mri_tc_slots_of(t);
     if (MR_LIKELY(s != NULL))
-        return s;
+        return &s[i];
     struct mri_tc_cache *c = mri_tc_attach(t);
     return c != NULL ? &c->slots[i] : NULL;
 }
@@ -147,16 +166,17 @@ static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
     void *b = s->free;
     if (MR_LIKELY(b != NULL)) {
         s->free = mri_link_get(b, t->key);
-        s->nfree--;
+        MRI_TC_UNCOUNT(s->nfree);
+        MRI_TC_COUNT(s->from_list);
     } else if (MR_LIKELY(s->bump != s->end)) {
         b = (void *)s->bump;
         s->bump += s->size;
+        MRI_TC_COUNT(s->carved);
     } else {
-        b = mri_tc_refill(t, s, i);
+        b = mri_tc_refill(t, s, i); /* counted there */
         if (b == NULL)
             return NULL;
     }
-    MRI_TC_COUNT(s->allocations);
     if (MR_FREE_CHECK && !MRI_TRACKING)
         mri_mark_set(b, 0); /* no stale mark (bits/tcache.h): nor batch records */
     return b;
@@ -174,8 +194,8 @@ static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
     mri_track_poison(b, s->size);
     mri_link_set(b, s->free, t->key);
     s->free = b;
-    MRI_TC_COUNT(s->frees);
-    if (MR_UNLIKELY(++s->nfree > s->limit))
+    MRI_TC_COUNT(s->nfree);
+    if (MR_UNLIKELY(s->nfree > s->limit))
         mri_tc_spill(t, s, i);
 }
 

@@ -631,6 +631,208 @@ static void test_check_finds_cross_thread_double_free(void **state)
 #endif
 }
 
+/* ---- a pool's place in the threads' tables, taken again ----
+ * A thread-safe pool finds the calling thread's cache through an entry of
+ * that thread's table which the pool owns while it lives; a later pool may
+ * take the same entry.  A thread that used a destroyed pool, and is still
+ * alive, must then work with the new pool's cache: its allocations count
+ * in the new pool and come from the new pool's chunks (not from the
+ * destroyed pool's cache, whose memory went back upstream: ASan and
+ * Valgrind see any use of it). */
+
+typedef struct stepper {
+    sem_t go, done;
+    void (*step)(struct stepper *);
+    tpool *t;
+    void *blocks[100];
+    size_t size;
+    bool quit;
+} stepper;
+
+static void *stepper_main(void *arg)
+{
+    stepper *w = arg;
+    for (;;) {
+        while (sem_wait(&w->go) != 0)
+            ;
+        if (w->quit)
+            return NULL;
+        w->step(w);
+        sem_post(&w->done);
+    }
+}
+
+/* Runs step in the worker and waits for it. */
+static void stepper_run(stepper *w, void (*step)(stepper *), tpool *t)
+{
+    w->step = step;
+    w->t = t;
+    sem_post(&w->go);
+    while (sem_wait(&w->done) != 0)
+        ;
+}
+
+static void step_alloc(stepper *w)
+{
+    for (size_t i = 0; i < 100; i++)
+        w->blocks[i] = tp_alloc(w->t, w->size, 8);
+}
+
+static void step_free_half(stepper *w) /* the rest stays in the worker's cache */
+{
+    for (size_t i = 0; i < 50; i++)
+        tp_free(w->t, w->blocks[i], w->size, 8);
+}
+
+static void step_free_rest(stepper *w)
+{
+    for (size_t i = 50; i < 100; i++)
+        tp_free(w->t, w->blocks[i], w->size, 8);
+}
+
+static void entry_taken_again(mr_resource *up, bool objpool)
+{
+    stepper w = {.size = 48};
+    assert_int_equal(sem_init(&w.go, 0, 0), 0);
+    assert_int_equal(sem_init(&w.done, 0, 0), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, stepper_main, &w), 0);
+    for (int round = 0; round < 3; round++) {
+        tpool a = objpool ? tp_create_objpool(up, 48, 8) : tp_create_pools(up);
+        stepper_run(&w, step_alloc, &a);
+        for (size_t i = 0; i < 100; i++)
+            assert_non_null(w.blocks[i]);
+        stepper_run(&w, step_free_half, &a);
+        assert_true(tp_check(&a));
+        tp_destroy(&a); /* the worker is alive and has a cache of a */
+
+        tpool b = objpool ? tp_create_objpool(up, 48, 8) : tp_create_pools(up);
+        mr_stats s0 = tp_stats(&b);
+        stepper_run(&w, step_alloc, &b);
+        for (size_t i = 0; i < 100; i++) {
+            assert_non_null(w.blocks[i]);
+            tag_write(w.blocks[i], 48, (uint64_t)i + 1);
+        }
+        mr_stats s = tp_stats(&b);
+        assert_int_equal(s.allocations - s0.allocations, 100);
+        assert_int_equal(s.in_use, 100 * tp_block_size(&b, 48, 8));
+        assert_true(tp_check(&b)); /* the blocks are b's: free + live == capacity */
+        stepper_run(&w, step_free_half, &b);
+        assert_int_equal(tp_stats(&b).in_use, 50 * tp_block_size(&b, 48, 8));
+        for (size_t i = 50; i < 100; i++)
+            assert_true(tag_ok(w.blocks[i], 48, (uint64_t)i + 1));
+        stepper_run(&w, step_free_rest, &b);
+        assert_int_equal(tp_stats(&b).in_use, 0);
+        assert_true(tp_check(&b));
+        tp_destroy(&b);
+    }
+    w.quit = true;
+    sem_post(&w.go);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    sem_destroy(&w.go);
+    sem_destroy(&w.done);
+}
+
+static void test_entry_taken_again(void **state)
+{
+    locked_upstream lu;
+    lu_init(&lu, *state);
+    entry_taken_again(&lu.base, false);
+    entry_taken_again(&lu.base, true);
+    lu_fini(&lu);
+}
+
+/* ---- more thread-safe pools alive than the tables have entries ----
+ * 80 pools and object pools at once (the tables have 32 entries): each is
+ * used by the main thread and two others, blocks freed by a thread that
+ * did not allocate them, every pool exact afterwards; then half of them
+ * destroyed and as many made again (entries given back and taken). */
+
+#define MANY 80
+
+typedef struct many {
+    tpool *pools;
+    void **blocks; /* MANY x 64: what the thread allocated */
+    void **theirs; /* what it frees: the other thread's */
+    long bad;
+} many;
+
+static size_t many_size(size_t k) { return 16 + 8 * (k % 13); }
+
+static void *many_main(void *arg)
+{
+    many *m = arg;
+    for (size_t k = 0; k < MANY; k++)
+        for (size_t j = 0; j < 64; j++) {
+            void *b = tp_alloc(&m->pools[k], many_size(k), 8);
+            m->bad += b == NULL;
+            m->blocks[k * 64 + j] = b;
+        }
+    return NULL;
+}
+
+static void *many_free_main(void *arg)
+{
+    many *m = arg;
+    for (size_t k = 0; k < MANY; k++)
+        for (size_t j = 0; j < 64; j++)
+            tp_free(&m->pools[k], m->theirs[k * 64 + j], many_size(k), 8);
+    return NULL;
+}
+
+static void many_round(tpool *pools)
+{
+    many m[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        m[i] = (many){.pools = pools, .blocks = calloc(MANY * 64, sizeof(void *))};
+        assert_non_null(m[i].blocks);
+        assert_int_equal(pthread_create(&th[i], NULL, many_main, &m[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (size_t k = 0; k < MANY; k++) { /* the main thread's own, allocated and freed */
+        void *b = tp_alloc(&pools[k], many_size(k), 8);
+        assert_non_null(b);
+        tp_free(&pools[k], b, many_size(k), 8);
+        mr_stats s = tp_stats(&pools[k]);
+        assert_int_equal(s.in_use, 128 * tp_block_size(&pools[k], many_size(k), 8));
+        assert_true(tp_check(&pools[k]));
+    }
+    for (int i = 0; i < 2; i++) { /* each thread frees the other's blocks */
+        assert_int_equal(m[i].bad, 0);
+        m[i].theirs = m[1 - i].blocks;
+        assert_int_equal(pthread_create(&th[i], NULL, many_free_main, &m[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (size_t k = 0; k < MANY; k++) {
+        assert_int_equal(tp_stats(&pools[k]).in_use, 0);
+        assert_true(tp_check(&pools[k]));
+    }
+    free(m[0].blocks);
+    free(m[1].blocks);
+}
+
+static void test_more_pools_than_entries(void **state)
+{
+    locked_upstream lu;
+    lu_init(&lu, *state);
+    tpool pools[MANY];
+    for (size_t k = 0; k < MANY; k++)
+        pools[k] = k % 2 == 0 ? tp_create_pools(&lu.base) : tp_create_objpool(&lu.base, many_size(k), 8);
+    many_round(pools);
+    for (size_t k = 0; k < MANY; k += 2) { /* every other one: entries of both kinds given back */
+        bool objpool = pools[k].o != NULL;
+        tp_destroy(&pools[k]);
+        pools[k] = objpool ? tp_create_objpool(&lu.base, many_size(k), 8) : tp_create_pools(&lu.base);
+    }
+    many_round(pools);
+    for (size_t k = 0; k < MANY; k++)
+        tp_destroy(&pools[k]);
+    lu_fini(&lu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -642,6 +844,8 @@ int main(void)
         mrt_unit_test(test_resource_views),
         mrt_unit_test(test_stacked_on_resource_view),
         mrt_unit_test(test_check_finds_cross_thread_double_free),
+        mrt_unit_test(test_entry_taken_again),
+        mrt_unit_test(test_more_pools_than_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,9 +29,9 @@
  * not run concurrently with other calls on the pool; a thread that used it
  * may exit at any time.  Same machinery, bound and fork rules as the
  * thread-safe size-class pools (memres/pools.h, "Threads"), with one class:
- * alloc and free stay inline (a per-thread table lookup, then a pop or a
+ * alloc and free stay inline (one load from a per-thread table, then a pop or a
  * push), objects still carry no header, but are at least 16 bytes (a free
- * object holds two words), and each (pool, thread) pair costs a 128-byte
+ * object holds two words), and each (pool, thread) pair costs a 136-byte
  * cache, counted in held.  Blocks of objects_per_block objects are taken
  * as threads need them.
  *

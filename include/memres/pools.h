@@ -56,12 +56,14 @@
  * allocated it.  release, reset, destroy and mr_pools_check must not run
  * concurrently with any other call on the pool; a thread that used the pool
  * may exit at any time, also while another thread destroys it.  Each
- * (pool, thread) pair has a cache (64 bytes a class, counted in held), so
+ * (pool, thread) pair has a cache (72 bytes a class, counted in held), so
  * the common case takes no lock and no atomic read-modify-write; a thread's
  * cache keeps at most about 32 KiB a class beyond the blocks of the chunks
  * it took itself, the rest goes to shared lists, so memory is bounded when
- * threads come and go (docs/design.md, "Threads").  Blocks are then at
- * least 16 bytes.  fork: the child can use every pool; the blocks other
+ * threads come and go (docs/design.md, "Threads").  The inline paths
+ * serve the first 32 thread-safe pools and object pools alive at once;
+ * the ones beyond that work the same with one call per operation.  Blocks
+ * are then at least 16 bytes.  fork: the child can use every pool; the blocks other
  * threads cached stay held until release or destroy.
  *
  * Errors: a failed call returns NULL with errno = ENOMEM (the upstream could
@@ -200,7 +202,7 @@ static inline size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t 
     const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
     if (MR_LIKELY(MRI_POOLS_INLINE_OK(h, size, align))) {
         size_t b = mri_pools_class_size_of(mri_pools_x(size, align));
-        return MR_LIKELY(b != 8 || h->tc_id == 0) ? b : 16; /* thread-safe: class 0 has two words */
+        return MR_LIKELY(b != 8 || h->ts_max == 0) ? b : 16; /* thread-safe: class 0 has two words */
     }
     return mri_pools_block_size_slow(p, size, align);
 }

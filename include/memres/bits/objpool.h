@@ -41,9 +41,10 @@ struct mri_objpool_hot {
     uintptr_t guard;        /* 0; UINTPTR_MAX in a thread-safe pool, whose frees
                                (like its allocations: free and ptr == end stay 0)
                                all leave the unsynchronised inline path */
-    uint64_t tc_id;         /* thread-safe: the pool's id (bits/tcache.h); not:
-                               MRI_TC_NO_ID, which no table entry holds */
-    uintptr_t tc_off;       /* mri_tc_off(tc_id): where the thread-safe parts look */
+    size_t tc_index;        /* thread-safe: its entry in the threads' tables
+                               (bits/tcache.h); not: MRI_TC_NONE, whose slots
+                               are always empty and full */
+    uintptr_t tc_off;       /* mri_tc_off(tc_index): where the thread-safe parts look */
     uintptr_t mark;         /* a free object's second word (MR_FREE_CHECK) */
 };
 
@@ -103,16 +104,13 @@ static inline bool mri_objpool_put(mr_objpool *p, void *obj)
 
 /* The thread-safe part of mr_objpool_alloc: an object from the calling
  * thread's cache of p, else NULL (p not thread-safe, the thread's first
- * call, an empty cache, a checked build).  The entry's id is tested here,
- * not through mri_tc_slot_of, whose NULL answer costs a test and a jump
- * more (here and in mri_objpool_tc_put). */
+ * call, an empty cache, a checked build: the slot is then mri_tc_none's or
+ * empty). */
 static inline void *mri_objpool_tc_take(mr_objpool *p)
 {
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
-    if (MR_LIKELY(e->id == h->tc_id))
-        return mri_tc_take(&e->slots[0], h->key);
+    return mri_tc_take(mri_tc_slots_at(h->tc_index, h->tc_off), h->key);
 #else
     (void)p;
 #endif
@@ -127,11 +125,8 @@ static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    if (obj != NULL) {
-        struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
-        if (MR_LIKELY(e->id == h->tc_id) && MR_LIKELY(mri_tc_put(&e->slots[0], obj, h->key, h->mark)))
-            return true;
-    }
+    if (obj != NULL && MR_LIKELY(mri_tc_put(mri_tc_slots_at(h->tc_index, h->tc_off), obj, h->key, h->mark)))
+        return true;
 #else
     (void)p, (void)obj;
 #endif

@@ -70,8 +70,9 @@ struct mri_pools_hot {
                                          it: the unsynchronised free never applies) */
     size_t ts_max;                    /* thread-safe: pool_max; 0: not (one compare picks
                                          the thread-safe inline parts) */
-    uint64_t tc_id;                   /* thread-safe: the pool's id (bits/tcache.h); 0: not */
-    uintptr_t tc_off;                 /* thread-safe: its entry's mri_tc_off; 0: not */
+    size_t tc_index;                  /* thread-safe: its entry in the threads' tables
+                                         (bits/tcache.h); not: MRI_TC_NONE */
+    uintptr_t tc_off;                 /* mri_tc_off(tc_index) */
     uintptr_t mark;                   /* a free block's second word (MR_FREE_CHECK) */
 };
 
@@ -158,12 +159,10 @@ static inline void *mri_pools_alloc_in(mr_pools *p, size_t size, size_t align, s
             return b;
     } else if (x < h->ts_max) {
         /* thread-safe: this thread's cache of the pool */
-        struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
-        if (MR_LIKELY(e->id == h->tc_id)) {
-            void *b = mri_tc_take(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], h->key);
-            if (MR_LIKELY(b != NULL))
-                return b;
-        }
+        struct mri_tc_slot *s = mri_tc_slots_at(h->tc_index, h->tc_off);
+        void *b = mri_tc_take(&s[mri_pools_class_of(mri_pools_ts_of(x | xbits))], h->key);
+        if (MR_LIKELY(b != NULL))
+            return b;
     }
 #else
     (void)xbits;
@@ -182,9 +181,8 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
         if (MR_LIKELY(mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr)))
             return;
     } else if (ptr != NULL && x < h->ts_max) {
-        struct mri_tc_entry *e = mri_tc_entry_at(h->tc_id, h->tc_off);
-        if (MR_LIKELY(e->id == h->tc_id) &&
-            MR_LIKELY(mri_tc_put(&e->slots[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key, h->mark)))
+        struct mri_tc_slot *s = mri_tc_slots_at(h->tc_index, h->tc_off);
+        if (MR_LIKELY(mri_tc_put(&s[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key, h->mark)))
             return;
     }
 #else
