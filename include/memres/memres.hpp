@@ -378,11 +378,18 @@ private:
         if (kind_ == kind::arena)
             detail::arena_deallocate(arena_, last_, p, bytes);
         else if (kind_ == kind::pools)
-            detail::pools_deallocate(pools_, p, bytes, align);
+            pools_free(pools_, p, bytes, align);
         else if (kind_ == kind::objpool)
             detail::objpool_deallocate(objpool_, resource(), obj_size_, alignof(void *), p, bytes, align);
         else
             mr_deallocate(resource(), p, bytes, align);
+    }
+
+    /* The pools kind's free out of line (a tail call): inlined here next to
+     * the other kinds' it made every kind's free save registers first. */
+    MR_NOINLINE static void pools_free(mr_pools *p, void *q, std::size_t bytes, std::size_t align) noexcept
+    {
+        detail::pools_deallocate(p, q, bytes, align);
     }
 
     kind kind_ = kind::other;
