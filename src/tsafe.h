@@ -33,7 +33,7 @@ struct mri_tc_cache {
     struct mri_tc_thread *thread;      /* NULL: spare or lost */
     size_t bytes;                      /* of this cache, from upstream */
     _Alignas(64) struct mri_tc_slot slots[];
-    /* after the slots, one size_t per class (mri_tc_moved): the blocks its
+    /* after the slots, one size_t per class (tsafe.c, slot_moved): the blocks its
      * list passed to the shared lists less those it took from them, mod
      * 2^64 (written by the owning thread, read by stats from any) */
 };
