@@ -238,8 +238,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     p->header_bytes = header_bytes;
     p->hot.size = size;
     p->hot.key = mri_os_random();
-    p->hot.tc_index = MRI_TC_NONE; /* thread-safe: the engine's, below */
-    p->hot.tc_off = mri_tc_off(MRI_TC_NONE); /* an entry whose slots are empty and full */
+    p->hot.tc_ref = mri_tc_ref(MRI_TC_NONE); /* slots empty and full; thread-safe: the engine's, below */
     p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
     p->resource.ops = &view_ops;
     p->upstream = up;
@@ -255,8 +254,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         cls->first_blocks = cls->max_blocks = per_block;
         cls->round = false;
         mri_tc_start(p->tc);
-        p->hot.tc_index = p->tc->index;
-        p->hot.tc_off = mri_tc_off(p->tc->index);
+        p->hot.tc_ref = mri_tc_ref(p->tc->index);
     }
     mri_node_init(&p->node, &node_ops, opts != NULL ? opts->name : NULL, up, tree_lock, NULL);
     if (parent != NULL)
@@ -521,7 +519,7 @@ static bool walk(const mr_objpool *p, size_t *steps)
           "block bytes %zu != %zu objects * %zu", p->block_bytes, p->per_block, size);
     if (p->tc != NULL) {
         const struct mri_tc_class *cls = &p->tc->classes[0];
-        CHECK(h->guard == UINTPTR_MAX && h->tc_index == p->tc->index && h->tc_off == mri_tc_off(p->tc->index) &&
+        CHECK(h->guard == UINTPTR_MAX && h->tc_ref == mri_tc_ref(p->tc->index) &&
                   h->free == NULL && h->ptr == 0 && h->end == 0 && p->nblocks == 0,
               "thread-safe pool with the unsynchronised inline paths enabled");
         CHECK(cls->size == size && cls->align == p->align && cls->max_blocks == p->per_block,
@@ -530,9 +528,8 @@ static bool walk(const mr_objpool *p, size_t *steps)
         return mri_tc_check(p->tc, "mr_objpool_check", p, &held, &blocks) &&
                mri_ledger_verify(&p->ledger, "mr_objpool_check", p, held, blocks);
     }
-    CHECK(h->guard == 0 && h->tc_index == MRI_TC_NONE && h->tc_off == mri_tc_off(MRI_TC_NONE),
-          "guard %#jx / entry %zu / offset %#jx in a pool that is not thread-safe", (uintmax_t)h->guard,
-          h->tc_index, (uintmax_t)h->tc_off);
+    CHECK(h->guard == 0 && h->tc_ref == mri_tc_ref(MRI_TC_NONE),
+          "guard %#jx / entry %#jx in a pool that is not thread-safe", (uintmax_t)h->guard, (uintmax_t)h->tc_ref);
     CHECK(p->used <= p->nblocks && p->nblocks <= p->cap, "used %zu, blocks %zu, directory %zu", p->used,
           p->nblocks, p->cap);
     CHECK((p->cap == 0) == (p->blocks == NULL), "directory %p with capacity %zu", (void *)p->blocks, p->cap);

@@ -350,8 +350,7 @@ static void start_engine(mr_pools *p, size_t off)
     mri_tc_start(p->tc);
     p->hot.guard = UINTPTR_MAX;      /* the inline free's unsynchronised part never applies (alloc's: alloc_max 0) */
     p->hot.ts_max = p->hot.pool_max; /* one compare picks the thread-safe parts */
-    p->hot.tc_index = p->tc->index;
-    p->hot.tc_off = mri_tc_off(p->tc->index);
+    p->hot.tc_ref = mri_tc_ref(p->tc->index);
 }
 
 MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
@@ -406,8 +405,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
         p->hot.classes = (struct mri_pools_class *)(void *)((char *)p + off);
         p->cold = (struct mri_pools_cold *)(void *)(p->hot.classes + nclasses);
         p->hot.alloc_max = p->hot.pool_max;
-        p->hot.tc_index = MRI_TC_NONE;
-        p->hot.tc_off = mri_tc_off(MRI_TC_NONE);
+        p->hot.tc_ref = mri_tc_ref(MRI_TC_NONE);
         for (size_t i = 0; i < nclasses; i++)
             p->hot.classes[i].size = class_size(p, i);
         MRI_WALK_NOW(p, mri_pools_walk);

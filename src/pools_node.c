@@ -170,16 +170,16 @@ bool mri_pools_walk(const mr_pools *p, size_t *steps)
             CHECK(p->tc->classes[i].size == class_size(p, i), "class %zu: size %zu, expected %zu", i,
                   p->tc->classes[i].size, class_size(p, i));
         CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX &&
-                  p->hot.ts_max == p->hot.pool_max && p->hot.tc_index == p->tc->index && p->hot.tc_off == mri_tc_off(p->tc->index),
-              "thread-safe pool: inline fields %p / %#jx / %zu / %zu / %#jx", (void *)p->hot.classes,
-              (uintmax_t)p->hot.guard, p->hot.ts_max, p->hot.tc_index, (uintmax_t)p->hot.tc_off);
+                  p->hot.ts_max == p->hot.pool_max && p->hot.tc_ref == mri_tc_ref(p->tc->index),
+              "thread-safe pool: inline fields %p / %#jx / %zu / %#jx", (void *)p->hot.classes,
+              (uintmax_t)p->hot.guard, p->hot.ts_max, (uintmax_t)p->hot.tc_ref);
         if (!mri_tc_check(p->tc, "mr_pools_check", p, &held, &blocks))
             return false;
     } else {
         CHECK(p->hot.classes != NULL && p->hot.alloc_max == p->hot.pool_max && p->hot.guard == 0 && p->hot.ts_max == 0 &&
-                  p->hot.tc_index == MRI_TC_NONE && p->hot.tc_off == mri_tc_off(MRI_TC_NONE),
-              "inline fields: alloc_max %zu, guard %#jx, ts_max %zu, entry %zu, offset %#jx", p->hot.alloc_max,
-              (uintmax_t)p->hot.guard, p->hot.ts_max, p->hot.tc_index, (uintmax_t)p->hot.tc_off);
+                  p->hot.tc_ref == mri_tc_ref(MRI_TC_NONE),
+              "inline fields: alloc_max %zu, guard %#jx, ts_max %zu, entry %#jx", p->hot.alloc_max,
+              (uintmax_t)p->hot.guard, p->hot.ts_max, (uintmax_t)p->hot.tc_ref);
         size_t chunk_bytes = 0, records = 0, out = mri_chunks_handed_out(&p->chunks);
         for (size_t i = 0; i < p->nclasses; i++)
             if (!check_class(p, i, &chunk_bytes, &records, out, steps))

@@ -216,14 +216,10 @@ static void region_push_locked(struct mri_tc *t, struct mri_tc_class *cls, uintp
  * counts one by one and may be off by a batch either way while the thread
  * runs, and mri_tc_counts keeps it within [0, allocations]. */
 
-static size_t *slot_moved(const struct mri_tc *t, struct mri_tc_slot *s, size_t i)
+/* Slot s (class i)'s moved: after the cache's slots (tsafe.h). */
+static size_t *slot_moved(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
 {
-    return (size_t *)(void *)(s - i + t->nclasses) + i;
-}
-
-static size_t moved_load(const struct mri_tc *t, const struct mri_tc_cache *c, size_t i)
-{
-    return __atomic_load_n((const size_t *)(const void *)(c->slots + t->nclasses) + i, __ATOMIC_RELAXED);
+    return (size_t *)(uintptr_t)(s - i + t->nclasses) + i;
 }
 
 /* The slot's list passed n blocks to the shared lists (n "negative": took
@@ -614,13 +610,12 @@ struct mri_tc_slot *mri_tc_overflow_slots(const struct mri_tc *t)
     return e->id == t->id ? e->slots : NULL;
 }
 
-uintptr_t mri_tc_off(size_t index)
+uintptr_t mri_tc_ref(size_t index)
 {
 #if MRI_TC_TP
     return (uintptr_t)&mri_tc_table[index] - mri_tc_tp();
 #else
-    (void)index;
-    return 0;
+    return index;
 #endif
 }
 
@@ -803,7 +798,7 @@ static void cache_counts(const struct mri_tc *t, const struct mri_tc_cache *c, s
     const struct mri_tc_slot *s = &c->slots[i];
     size_t from_list = __atomic_load_n(&s->from_list, __ATOMIC_RELAXED);
     *a += from_list + __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
-    *f += __atomic_load_n(&s->nfree, __ATOMIC_RELAXED) + from_list + moved_load(t, c, i);
+    *f += __atomic_load_n(&s->nfree, __ATOMIC_RELAXED) + from_list + __atomic_load_n(slot_moved(t, s, i), __ATOMIC_RELAXED);
 }
 
 /* f kept within [0, a]: a snapshot's counts are read one by one. */

@@ -96,11 +96,11 @@ size_t mri_tc_bytes(size_t nclasses);
 struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_resource *up, uintptr_t key);
 void mri_tc_start(struct mri_tc *t);
 /* What a pool whose entry index is index (mri_tc.index, or MRI_TC_NONE)
- * keeps as tc_off for the inline paths (mri_tc_slots_at): the entry's
+ * keeps as tc_ref for the inline paths (mri_tc_slots_at): the entry's
  * offset from the thread pointer, the same in every thread (initial-exec
- * TLS); 0 where MRI_TC_TP is 0.  The checks compare the kept value with
- * the checking thread's. */
-uintptr_t mri_tc_off(size_t index);
+ * TLS); the index itself where MRI_TC_TP is 0.  The checks compare the
+ * kept value with the checking thread's. */
+uintptr_t mri_tc_ref(size_t index);
 /* Detaches every cache from its thread, returns caches, chunks and record
  * pages upstream.  No other call on the pool may run. */
 void mri_tc_fini(struct mri_tc *t);

@@ -41,10 +41,9 @@ struct mri_objpool_hot {
     uintptr_t guard;        /* 0; UINTPTR_MAX in a thread-safe pool, whose frees
                                (like its allocations: free and ptr == end stay 0)
                                all leave the unsynchronised inline path */
-    size_t tc_index;        /* thread-safe: its entry in the threads' tables
-                               (bits/tcache.h); not: MRI_TC_NONE, whose slots
-                               are always empty and full */
-    uintptr_t tc_off;       /* mri_tc_off(tc_index): where the thread-safe parts look */
+    uintptr_t tc_ref;       /* where its entry in the threads' tables is
+                               (bits/tcache.h); not thread-safe: MRI_TC_NONE's,
+                               whose slots are always empty and full */
     uintptr_t mark;         /* a free object's second word (MR_FREE_CHECK) */
 };
 
@@ -110,7 +109,7 @@ static inline void *mri_objpool_tc_take(mr_objpool *p)
 {
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    return mri_tc_take(mri_tc_slots_at(h->tc_index, h->tc_off), h->key);
+    return mri_tc_take(mri_tc_slots_at(h->tc_ref), h->key);
 #else
     (void)p;
 #endif
@@ -125,7 +124,7 @@ static inline bool mri_objpool_tc_put(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
     const struct mri_objpool_hot *h = (const struct mri_objpool_hot *)(const void *)p;
-    if (obj != NULL && MR_LIKELY(mri_tc_put(mri_tc_slots_at(h->tc_index, h->tc_off), obj, h->key, h->mark)))
+    if (obj != NULL && MR_LIKELY(mri_tc_put(mri_tc_slots_at(h->tc_ref), obj, h->key, h->mark)))
         return true;
 #else
     (void)p, (void)obj;

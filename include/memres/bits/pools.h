@@ -70,9 +70,8 @@ struct mri_pools_hot {
                                          it: the unsynchronised free never applies) */
     size_t ts_max;                    /* thread-safe: pool_max; 0: not (one compare picks
                                          the thread-safe inline parts) */
-    size_t tc_index;                  /* thread-safe: its entry in the threads' tables
-                                         (bits/tcache.h); not: MRI_TC_NONE */
-    uintptr_t tc_off;                 /* mri_tc_off(tc_index) */
+    uintptr_t tc_ref;                 /* where its entry in the threads' tables is
+                                         (bits/tcache.h); not thread-safe: MRI_TC_NONE's */
     uintptr_t mark;                   /* a free block's second word (MR_FREE_CHECK) */
 };
 
@@ -159,7 +158,7 @@ static inline void *mri_pools_alloc_in(mr_pools *p, size_t size, size_t align, s
             return b;
     } else if (x < h->ts_max) {
         /* thread-safe: this thread's cache of the pool */
-        struct mri_tc_slot *s = mri_tc_slots_at(h->tc_index, h->tc_off);
+        struct mri_tc_slot *s = mri_tc_slots_at(h->tc_ref);
         void *b = mri_tc_take(&s[mri_pools_class_of(mri_pools_ts_of(x | xbits))], h->key);
         if (MR_LIKELY(b != NULL))
             return b;
@@ -181,7 +180,7 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
         if (MR_LIKELY(mri_pools_class_put(p, mri_pools_class_in(h->classes, x, xbits), ptr)))
             return;
     } else if (ptr != NULL && x < h->ts_max) {
-        struct mri_tc_slot *s = mri_tc_slots_at(h->tc_index, h->tc_off);
+        struct mri_tc_slot *s = mri_tc_slots_at(h->tc_ref);
         if (MR_LIKELY(mri_tc_put(&s[mri_pools_class_of(mri_pools_ts_of(x | xbits))], ptr, h->key, h->mark)))
             return;
     }

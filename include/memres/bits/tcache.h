@@ -62,13 +62,13 @@ extern MR_API thread_local struct mri_tc_slot *mri_tc_table[MRI_TC_SLOTS + 1] __
 extern MR_API _Thread_local struct mri_tc_slot *mri_tc_table[MRI_TC_SLOTS + 1] __attribute__((tls_model("initial-exec")));
 #endif
 
-/* Private: on x86-64 Linux the inline paths find the entry from the thread
- * pointer (%fs:0, the x86-64 TLS ABI's TCB self pointer) and the entry's
- * offset from it, which the pool keeps (tc_off, from mri_tc_off): the table
- * is static TLS, at the same offset from every thread's thread pointer, so
- * the offset taken in the thread that made the pool holds in all.  That is
- * one load and one add where the table's address takes a GOT load, the
- * thread pointer and an add.  Elsewhere: the table's element. */
+/* Private: what a pool keeps to find its entry (tc_ref, from mri_tc_ref).
+ * On x86-64 Linux the entry's offset from the thread pointer (%fs:0, the
+ * x86-64 TLS ABI's TCB self pointer): the table is static TLS, at the same
+ * offset from every thread's thread pointer, so the offset taken in the
+ * thread that made the pool holds in all.  That is one load and one add
+ * where the table's address takes a GOT load, the thread pointer and an
+ * add.  Elsewhere the entry's index. */
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #define MRI_TC_TP 1
 static inline uintptr_t mri_tc_tp(void)
@@ -81,16 +81,14 @@ static inline uintptr_t mri_tc_tp(void)
 #define MRI_TC_TP 0
 #endif
 
-/* Private: the calling thread's slots of the pool with this entry index
- * and tc_off (mri_tc_none: none, or not yet). */
-static inline struct mri_tc_slot *mri_tc_slots_at(size_t index, uintptr_t off)
+/* Private: the calling thread's slots of the pool whose tc_ref is ref
+ * (mri_tc_none: none, or not yet). */
+static inline struct mri_tc_slot *mri_tc_slots_at(uintptr_t ref)
 {
 #if MRI_TC_TP
-    (void)index;
-    return *(struct mri_tc_slot **)(void *)(mri_tc_tp() + off);
+    return *(struct mri_tc_slot **)(void *)(mri_tc_tp() + ref);
 #else
-    (void)off;
-    return mri_tc_table[index];
+    return mri_tc_table[ref];
 #endif
 }
 
