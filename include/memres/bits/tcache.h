@@ -82,11 +82,17 @@ static inline uintptr_t mri_tc_tp(void)
 #endif
 
 /* Private: the calling thread's slots of the pool whose tc_ref is ref
- * (mri_tc_none: none, or not yet). */
+ * (mri_tc_none: none, or not yet).  On x86-64 Linux one %fs-relative load,
+ * where C would load the thread pointer and then the entry.  volatile: the
+ * entry changes under the inline paths (a thread's first use of the pool
+ * sets it, a destroy resets it), so no two of these loads may be merged or
+ * hoisted, and none moved across the out-of-line call that changed it. */
 static inline struct mri_tc_slot *mri_tc_slots_at(uintptr_t ref)
 {
 #if MRI_TC_TP
-    return *(struct mri_tc_slot **)(void *)(mri_tc_tp() + ref);
+    struct mri_tc_slot *s;
+    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(s) : "r"(ref));
+    return s;
 #else
     return mri_tc_table[ref];
 #endif
