@@ -186,8 +186,8 @@ static void *chain_cut(struct mri_tc *t, void *head, size_t n)
     return rest;
 }
 
-/* Cuts the first n blocks (n <= s->nfree) off the slot's list; returns
- * them (the caller counts them out). */
+/* Cuts the first n blocks (n <= the list's length) off the slot's list;
+ * returns them (the caller counts them out). */
 static void *cut_front(struct mri_tc *t, struct mri_tc_slot *s, size_t n)
 {
     void *head = s->free;
@@ -205,35 +205,92 @@ static void region_push_locked(struct mri_tc *t, struct mri_tc_class *cls, uintp
 }
 
 /* ---- the counts of a slot ----
- * allocations = from_list + carved; frees = nfree + from_list + moved,
- * where moved (after the cache's slots) counts the blocks the slot's list
- * passed to the shared lists less those it took from them: a free pushes
- * on the list (nfree + 1) and counts nothing else.  Only the owning thread
- * writes them.  The slow paths store in an order (release stores) where
- * memory as it was at one instant -- a cache lost at fork, its thread
- * stopped anywhere -- shows frees too high, or one too low (a free between
- * its push and its count); a stats snapshot from another thread reads the
- * counts one by one and may be off by a batch either way while the thread
- * runs, and mri_tc_counts keeps it within [0, allocations]. */
+ * allocations = from_list + carved: an inline allocation adds one to
+ * either.  An inline free takes one from room and counts nothing else.
+ * The rest is derived, with limit and moved from the slot's tally (after
+ * the cache's slots; moved: the blocks the list passed to the shared
+ * lists less those it took from them):
+ *     frees           = limit + moved - credit - room
+ *     the list holds    limit - credit - room - from_list blocks
+ * (mod 2^64), so credit + from_list + room is the limit less the list's
+ * length.  room is never more than that, so the list never holds more than
+ * its limit; an allocation gives no room back (one count on each inline
+ * path, as an unsynchronised pool has): when room runs out, mri_tc_put
+ * takes credit + from_list as its new room, and only a list at its limit
+ * goes out of line, to mri_tc_spill.  Each slow-path change keeps frees
+ * as they are: a limit or moved raised raises credit as much, a room set
+ * moves credit the other way.
+ *
+ * Only the owning thread writes the counts.  The slow paths store in an
+ * order (release stores) where memory as it was at one instant -- a cache
+ * lost at fork, its thread stopped anywhere -- shows frees too high, or one
+ * too low (a free between its push and its count); a stats snapshot from
+ * another thread reads the counts one by one and may be off by a batch
+ * either way while the thread runs, and mri_tc_counts keeps it within
+ * [0, allocations]. */
 
-/* Slot s (class i)'s moved: after the cache's slots (tsafe.h). */
-static size_t *slot_moved(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
+/* Slot s (class i)'s tally: after the cache's slots (tsafe.h). */
+static struct mri_tc_tally *slot_tally(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
 {
-    return (size_t *)(uintptr_t)(s - i + t->nclasses) + i;
+    return (struct mri_tc_tally *)(uintptr_t)(s - i + t->nclasses) + i;
+}
+
+static size_t slot_limit(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
+{
+    return slot_tally(t, s, i)->limit;
+}
+
+/* credit += n, after the stores before it. */
+static void credit_add(struct mri_tc_slot *s, size_t n)
+{
+    __atomic_store_n(&s->credit, s->credit + n, __ATOMIC_RELEASE);
 }
 
 /* The slot's list passed n blocks to the shared lists (n "negative": took
- * -n from them).  After the stores before it. */
+ * -n from them). */
 static void moved_add(const struct mri_tc *t, struct mri_tc_slot *s, size_t i, size_t n)
 {
-    size_t *m = slot_moved(t, s, i);
-    __atomic_store_n(m, *m + n, __ATOMIC_RELEASE);
+    struct mri_tc_tally *y = slot_tally(t, s, i);
+    __atomic_store_n(&y->moved, y->moved + n, __ATOMIC_RELEASE);
+    credit_add(s, n);
 }
 
-/* After the stores before it. */
-static void set_nfree(struct mri_tc_slot *s, size_t n)
+/* The slot's limit becomes n (the list's length unchanged). */
+static void set_limit(const struct mri_tc *t, struct mri_tc_slot *s, size_t i, size_t n)
 {
-    __atomic_store_n(&s->nfree, n, __ATOMIC_RELEASE);
+    struct mri_tc_tally *y = slot_tally(t, s, i);
+    size_t d = n - y->limit;
+    __atomic_store_n(&y->limit, n, __ATOMIC_RELEASE);
+    credit_add(s, d);
+}
+
+/* The blocks on the slot's list (the owning thread, or none running). */
+static size_t slot_listed(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
+{
+    return slot_limit(t, s, i) - s->credit - s->room - s->from_list;
+}
+
+/* Sets the slot's room to r, frees unchanged: credit falls first when room
+ * grows and after when it shrinks, so that frees read in between are too
+ * high. */
+static void set_room(struct mri_tc_slot *s, size_t r)
+{
+    size_t old = s->room;
+    if (r > old) {
+        __atomic_store_n(&s->credit, s->credit - (r - old), __ATOMIC_RELEASE);
+        __atomic_store_n(&s->room, r, __ATOMIC_RELEASE);
+    } else {
+        __atomic_store_n(&s->room, r, __ATOMIC_RELEASE);
+        credit_add(s, old - r);
+    }
+}
+
+/* The room a list of n blocks leaves under the slot's limit (0 when it is
+ * over: the next free spills). */
+static size_t room_for(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i, size_t n)
+{
+    size_t limit = slot_limit(t, s, i);
+    return n < limit ? limit - n : 0;
 }
 
 /* ---- chunks ---- */
@@ -244,9 +301,9 @@ static void set_nfree(struct mri_tc_slot *s, size_t n)
  * double with its own demand, as an unsynchronised pool's do, and a thread
  * that needs one block of a class gets a first-size chunk however much
  * the other threads took. */
-static size_t next_chunk_blocks(const struct mri_tc_class *cls, const struct mri_tc_slot *s)
+static size_t next_chunk_blocks(const struct mri_tc_class *cls, size_t limit)
 {
-    size_t own = s->limit - cls->min_limit;
+    size_t own = limit - cls->min_limit;
     size_t n = own < cls->first_blocks ? cls->first_blocks : own;
     return n < cls->max_blocks ? n : cls->max_blocks;
 }
@@ -318,15 +375,15 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
              * frees as its predecessor did. */
             batch_push(t, cls, chain_cut(t, head, cls->batch), n - cls->batch);
             n = cls->batch;
-            s->limit += n;
+            set_limit(t, s, i, slot_limit(t, s, i) + n);
         }
         pthread_mutex_unlock(&cls->mu);
-        /* n blocks in, the first handed out as if from the list (nfree
-         * and from_list up before moved down: frees too high between) */
+        /* n blocks in, the first handed out as if from the list (frees
+         * unchanged); the list, empty before, now holds n - 1 */
         s->free = mri_link_get(head, t->key);
-        set_nfree(s, n - 1);
         MRI_TC_COUNT(s->from_list);
         moved_add(t, s, i, -n);
+        set_room(s, room_for(t, s, i, n - 1));
         return head;
     }
     uintptr_t bump = 0, end = 0;
@@ -341,12 +398,12 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         cls->next = r->next;
         bump = r->base;
         end = r->base + r->blocks * size;
-        s->limit += r->blocks;
+        set_limit(t, s, i, slot_limit(t, s, i) + r->blocks);
     }
     if (bump != end) {
         pthread_mutex_unlock(&cls->mu);
     } else {
-        size_t n = next_chunk_blocks(cls, s);
+        size_t n = next_chunk_blocks(cls, slot_limit(t, s, i));
         pthread_mutex_unlock(&cls->mu);
         struct mri_chunk *r = chunk_new(t, cls, n);
         if (r == NULL)
@@ -358,7 +415,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         pthread_mutex_unlock(&cls->mu);
         bump = r->base;
         end = r->base + r->blocks * size;
-        s->limit += r->blocks;
+        set_limit(t, s, i, slot_limit(t, s, i) + r->blocks);
     }
     s->bump = bump + size;
     s->end = end;
@@ -366,24 +423,29 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
     return (void *)bump;
 }
 
-/* The slot's list is over its limit: one batch goes to the shared stack. */
+/* The slot's room ran out with a block pushed on its list and not yet
+ * counted: counts it and the list; when the list is over its limit, a batch
+ * goes to the shared stack; then the room that is left. */
 MR_NOINLINE void mri_tc_spill(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
 {
     struct mri_tc_class *cls = &t->classes[i];
-    if (s->limit == cls->min_limit) {
-        /* a thread that frees what others allocated (a consumer): its
-         * whole list, 2 batches + 1 blocks, goes as one batch, in O(1) */
-        size_t n = s->nfree;
-        batch_push(t, cls, s->free, n);
-        s->free = NULL;
-        moved_add(t, s, i, n);
-        set_nfree(s, 0);
-    } else { /* a thread with chunks of its own keeps its newest blocks */
-        size_t n = cls->batch;
-        batch_push(t, cls, cut_front(t, s, n), n);
-        moved_add(t, s, i, n);
-        set_nfree(s, s->nfree - n);
+    credit_add(s, -(size_t)1); /* the free just pushed */
+    size_t n = slot_listed(t, s, i), limit = slot_limit(t, s, i);
+    if (n > limit) {
+        if (limit == cls->min_limit) {
+            /* a thread that frees what others allocated (a consumer): its
+             * whole list, 2 batches + 1 blocks, goes as one batch, in O(1) */
+            batch_push(t, cls, s->free, n);
+            s->free = NULL;
+            moved_add(t, s, i, n);
+            n = 0;
+        } else { /* a thread with chunks of its own keeps its newest blocks */
+            batch_push(t, cls, cut_front(t, s, cls->batch), cls->batch);
+            moved_add(t, s, i, cls->batch);
+            n -= cls->batch;
+        }
     }
+    set_room(s, room_for(t, s, i, n));
 }
 
 MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i)
@@ -404,18 +466,19 @@ static void slot_flush(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
     /* the whole list as one batch: O(1) at thread exit, where walking a
      * thread's free blocks (a freed tree of 2^19 nodes: cold) cost more
      * than the thread's work; refill splits it a batch at a time */
-    if (s->nfree != 0)
-        batch_push(t, cls, s->free, s->nfree);
+    size_t n = slot_listed(t, s, i);
+    if (n != 0)
+        batch_push(t, cls, s->free, n);
     s->free = NULL;
-    moved_add(t, s, i, s->nfree);
-    set_nfree(s, 0);
+    moved_add(t, s, i, n);
     if (s->bump != s->end) {
         pthread_mutex_lock(&cls->mu);
         region_push_locked(t, cls, s->bump, s->end);
         pthread_mutex_unlock(&cls->mu);
     }
     s->bump = s->end = 0;
-    s->limit = cls->min_limit;
+    set_limit(t, s, i, cls->min_limit);
+    set_room(s, cls->min_limit);
 }
 
 static void cache_flush(struct mri_tc *t, struct mri_tc_cache *c)
@@ -581,8 +644,10 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
             pthread_mutex_unlock(&t->mu);
             return NULL; /* errno from upstream */
         }
-        for (size_t i = 0; i < t->nclasses; i++)
-            c->slots[i].limit = t->classes[i].min_limit;
+        for (size_t i = 0; i < t->nclasses; i++) { /* (a spare one is flushed: the same) */
+            set_limit(t, &c->slots[i], i, t->classes[i].min_limit);
+            set_room(&c->slots[i], t->classes[i].min_limit);
+        }
         list_push(&t->active, c);
         pthread_mutex_unlock(&t->mu);
         /* the thread's list under g_mu: a destroy or exit is not walking it */
@@ -660,7 +725,7 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
     t->key = key;
     t->nclasses = nclasses;
     t->classes = (struct mri_tc_class *)(void *)((char *)mem + mri_align_up_nocheck(sizeof(struct mri_tc), 64));
-    t->cache_bytes = sizeof(struct mri_tc_cache) + nclasses * (sizeof(struct mri_tc_slot) + sizeof(size_t));
+    t->cache_bytes = sizeof(struct mri_tc_cache) + nclasses * (sizeof(struct mri_tc_slot) + sizeof(struct mri_tc_tally));
     return t;
 }
 
@@ -700,12 +765,15 @@ static void empty_all(struct mri_tc *t, bool release)
                 struct mri_tc_slot *s = &c->slots[i];
                 s->free = NULL;
                 s->bump = s->end = 0;
-                s->limit = t->classes[i].min_limit;
-                /* every block free: frees = allocations, kept in from_list */
+                /* every block free: frees = allocations, kept in from_list;
+                 * the list empty, with room up to the limit */
+                struct mri_tc_tally *y = slot_tally(t, s, i);
                 __atomic_store_n(&s->from_list, s->from_list + s->carved, __ATOMIC_RELAXED);
                 __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
-                __atomic_store_n(slot_moved(t, s, i), 0, __ATOMIC_RELAXED);
-                set_nfree(s, 0);
+                __atomic_store_n(&y->moved, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(&y->limit, t->classes[i].min_limit, __ATOMIC_RELAXED);
+                __atomic_store_n(&s->room, y->limit, __ATOMIC_RELAXED);
+                __atomic_store_n(&s->credit, -s->from_list, __ATOMIC_RELAXED);
             }
     for (size_t i = 0; i < t->nclasses; i++) {
         struct mri_tc_class *cls = &t->classes[i];
@@ -796,9 +864,10 @@ void mri_tc_fini(struct mri_tc *t)
 static void cache_counts(const struct mri_tc *t, const struct mri_tc_cache *c, size_t i, size_t *a, size_t *f)
 {
     const struct mri_tc_slot *s = &c->slots[i];
-    size_t from_list = __atomic_load_n(&s->from_list, __ATOMIC_RELAXED);
-    *a += from_list + __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
-    *f += __atomic_load_n(&s->nfree, __ATOMIC_RELAXED) + from_list + __atomic_load_n(slot_moved(t, s, i), __ATOMIC_RELAXED);
+    *a += __atomic_load_n(&s->from_list, __ATOMIC_RELAXED) + __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
+    const struct mri_tc_tally *y = slot_tally(t, s, i);
+    *f += __atomic_load_n(&y->limit, __ATOMIC_RELAXED) + __atomic_load_n(&y->moved, __ATOMIC_RELAXED) -
+          __atomic_load_n(&s->credit, __ATOMIC_RELAXED) - __atomic_load_n(&s->room, __ATOMIC_RELAXED);
 }
 
 /* f kept within [0, a]: a snapshot's counts are read one by one. */
@@ -865,7 +934,8 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
             ncaches++;
             nlost += l == 2;
             cache_counts(t, c, i, &a, &f);
-            listed += c->slots[i].nfree;
+            if (l < 2) /* (a lost cache's counts may be mid-update) */
+                listed += slot_listed(t, &c->slots[i], i);
         }
     size_t regions = 0;
     for (const void *b = cls->regions; b != NULL; b = mri_link_get(b, t->key))
@@ -873,8 +943,10 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
             break;
     chunks = malloc((nchunks + 1) * sizeof *chunks);
     uncarved = malloc((nchunks + ncaches + regions + 1) * sizeof *uncarved);
-    freeb = malloc((listed + cls->batched + 1) * sizeof *freeb);
+    freeb = malloc(((listed <= capacity ? listed : 0) + cls->batched + 1) * sizeof *freeb);
     CHECK(chunks != NULL && uncarved != NULL && freeb != NULL, "class %zu: no memory for the check", i);
+    CHECK(listed <= capacity, "class %zu (%zu B): the threads' lists count %zu blocks, more than the chunks' %zu", i,
+          s, listed, capacity);
     CHECK(nchunks <= max_records, "class %zu (%zu B): chunk list longer than the records held (cycle?)", i, s);
     CHECK(cls->size >= 2 * LINK && cls->align != 0 && cls->batch >= 1, "class %zu: bad parameters", i);
     /* (after fork, a lost cache's thread may have been between two stores:
@@ -936,15 +1008,17 @@ static bool check_class(const struct mri_tc *t, size_t i, const char *who, const
     /* free blocks: every cache's list (not lost ones), every batch */
     for (size_t l = 0; l < 2; l++)
         for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
-            size_t n = 0;
+            size_t n = 0, counted = slot_listed(t, &c->slots[i], i);
             for (const void *b = c->slots[i].free; b != NULL; b = mri_link_get(b, t->key)) {
-                CHECK(n < c->slots[i].nfree, "class %zu (%zu B): a thread's list is longer than its count %zu", i,
-                      s, c->slots[i].nfree);
+                CHECK(n < counted, "class %zu (%zu B): a thread's list is longer than its count %zu", i, s, counted);
                 freeb[nf++] = (uintptr_t)b;
                 n++;
             }
-            CHECK(n == c->slots[i].nfree, "class %zu (%zu B): a thread's list has %zu blocks, counted %zu", i, s, n,
-                  c->slots[i].nfree);
+            CHECK(n == counted, "class %zu (%zu B): a thread's list has %zu blocks, counted %zu", i, s, n, counted);
+            const size_t limit = slot_limit(t, &c->slots[i], i);
+            CHECK(counted + c->slots[i].room <= limit || c->slots[i].room == 0,
+                  "class %zu (%zu B): a thread's list of %zu blocks has room %zu past its limit %zu", i, s, counted,
+                  c->slots[i].room, limit);
         }
     size_t batched = 0;
     for (const void *h = cls->batches; h != NULL; h = (const void *)(word1_get(h) ^ t->key)) {

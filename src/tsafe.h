@@ -33,9 +33,17 @@ struct mri_tc_cache {
     struct mri_tc_thread *thread;      /* NULL: spare or lost */
     size_t bytes;                      /* of this cache, from upstream */
     _Alignas(64) struct mri_tc_slot slots[];
-    /* after the slots, one size_t per class (tsafe.c, slot_moved): the blocks its
-     * list passed to the shared lists less those it took from them, mod
-     * 2^64 (written by the owning thread, read by stats from any) */
+    /* after the slots, one struct mri_tc_tally per class (tsafe.c,
+     * slot_tally) */
+};
+
+/* What no inline path reads of a slot (tsafe.c, "the counts of a slot");
+ * written by the owning thread, read by stats from any. */
+struct mri_tc_tally {
+    size_t limit; /* most blocks the list keeps: two batches + the blocks of the
+                     chunks this cache took from upstream since reset */
+    size_t moved; /* blocks its list passed to the shared lists less those it
+                     took from them (mod 2^64) */
 };
 
 /* The shared state of one class, under mu. */
@@ -166,7 +174,6 @@ static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
     void *b = s->free;
     if (MR_LIKELY(b != NULL)) {
         s->free = mri_link_get(b, t->key);
-        MRI_TC_UNCOUNT(s->nfree);
         MRI_TC_COUNT(s->from_list);
     } else if (MR_LIKELY(s->bump != s->end)) {
         b = (void *)s->bump;
@@ -183,7 +190,8 @@ static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
 }
 
 /* Frees block b of class i (from any thread): a push on the thread's own
- * list; past its limit, one batch goes to the shared stack. */
+ * list; with its room spent, mri_tc_spill counts the list (and past its
+ * limit, one batch goes to the shared stack). */
 static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
 {
     struct mri_tc_slot *s = mri_tc_slot(t, i);
@@ -194,8 +202,9 @@ static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
     mri_track_poison(b, s->size);
     mri_link_set(b, s->free, t->key);
     s->free = b;
-    MRI_TC_COUNT(s->nfree);
-    if (MR_UNLIKELY(s->nfree > s->limit))
+    if (MR_LIKELY(s->room != 0))
+        MRI_TC_UNCOUNT(s->room);
+    else
         mri_tc_spill(t, s, i);
 }
 

@@ -833,6 +833,100 @@ static void test_more_pools_than_entries(void **state)
     lu_fini(&lu);
 }
 
+/* ---- a thread's free list counted again ----
+ * A free only takes one from its list's room; an allocation gives none
+ * back, so a thread that allocates and frees in turn runs out of room every
+ * few frees (every 8 for 4 KiB blocks, 2 batches) and its list is counted
+ * again.  Across that, per size: the same block comes back each time, no
+ * chunk is taken, the counts stay exact (in_use) and mr_pools_check finds
+ * the walked lists as long as counted; a window of live blocks and a list
+ * that grows past its limit (blocks from a new chunk, then freed) too. */
+static void *free_all_main(void *arg)
+{
+    void **v = arg;
+    for (size_t k = 1; k <= (size_t)v[0]; k++)
+        mr_pools_free(v[1], v[k + 1], 4096, 8);
+    return NULL;
+}
+
+static void test_room_counted_again(void **state)
+{
+    (void)state;
+    mr_pools *p = mr_pools_create(&(mr_pools_options){.thread_safe = true, .largest_required_pool_block = 8192});
+    assert_non_null(p);
+    static const size_t sizes[] = {16, 512, 4096, 8192};
+    enum { N = 300 };
+    static void *v[N + 2];
+    for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+        const size_t size = sizes[j];
+        void *b = mr_pools_alloc(p, size, 8);
+        assert_non_null(b);
+        mr_pools_free(p, b, size, 8);
+        mr_stats s0;
+        mr_pools_stats(p, &s0);
+        for (int k = 0; k < 5000; k++) {
+            void *c = mr_pools_alloc(p, size, 8);
+            assert_ptr_equal(c, b);
+            memset(c, 0x5a, size);
+            mr_pools_free(p, c, size, 8);
+        }
+        mr_stats s1;
+        mr_pools_stats(p, &s1);
+        assert_int_equal(s1.allocations, s0.allocations + 5000);
+        assert_int_equal(s1.in_use, s0.in_use);
+        assert_int_equal(s1.upstream_allocations, s0.upstream_allocations);
+        assert_true(mr_pools_check(p));
+        /* a window of 5 live blocks, the oldest freed for each new one */
+        void *w[5];
+        for (int k = 0; k < 5; k++)
+            assert_non_null(w[k] = mr_pools_alloc(p, size, 8));
+        for (int k = 0; k < 3000; k++) {
+            mr_pools_free(p, w[k % 5], size, 8);
+            assert_non_null(w[k % 5] = mr_pools_alloc(p, size, 8));
+        }
+        mr_pools_stats(p, &s1);
+        assert_int_equal(s1.in_use, s0.in_use + 5 * mr_pools_block_size(p, size, 8));
+        assert_true(mr_pools_check(p));
+        for (int k = 0; k < 5; k++)
+            mr_pools_free(p, w[k], size, 8);
+        /* N live, then all freed: the list grows past two batches (its
+         * limit grew with the chunks this thread took) */
+        for (int k = 0; k < N; k++)
+            assert_non_null(v[k] = mr_pools_alloc(p, size, 8));
+        assert_true(mr_pools_check(p));
+        for (int k = 0; k < N; k++)
+            mr_pools_free(p, v[k], size, 8);
+        mr_pools_stats(p, &s1);
+        assert_int_equal(s1.in_use, s0.in_use);
+        assert_true(mr_pools_check(p));
+    }
+    /* another thread frees what this one allocated: its list keeps two
+     * batches and passes the rest on; this thread takes them back with no
+     * new chunk */
+    mr_stats s0, s1;
+    mr_pools_stats(p, &s0);
+    v[0] = (void *)(uintptr_t)N;
+    v[1] = p;
+    for (int k = 0; k < N; k++)
+        assert_non_null(v[k + 2] = mr_pools_alloc(p, 4096, 8));
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, free_all_main, v), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    mr_pools_stats(p, &s1); /* (the other thread's cache came from upstream) */
+    assert_int_equal(s1.in_use, s0.in_use);
+    assert_true(mr_pools_check(p));
+    for (int k = 0; k < N; k++)
+        assert_non_null(v[k + 2] = mr_pools_alloc(p, 4096, 8));
+    size_t ups = s1.upstream_allocations;
+    mr_pools_stats(p, &s1);
+    assert_int_equal(s1.upstream_allocations, ups);
+    assert_int_equal(s1.in_use, s0.in_use + N * (size_t)4096);
+    for (int k = 0; k < N; k++)
+        mr_pools_free(p, v[k + 2], 4096, 8);
+    assert_true(mr_pools_check(p));
+    mr_pools_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -846,6 +940,7 @@ int main(void)
         mrt_unit_test(test_check_finds_cross_thread_double_free),
         mrt_unit_test(test_entry_taken_again),
         mrt_unit_test(test_more_pools_than_entries),
+        mrt_unit_test(test_room_counted_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

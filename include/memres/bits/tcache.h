@@ -26,16 +26,17 @@ extern "C" {
 
 /* Private: one class in one thread's cache of one pool.  One cache line.
  * The counts are written by the owning thread only and read by mr_*_stats
- * from any thread: allocations are from_list + carved, and frees are
- * derived (src/tsafe.c: nfree + from_list + the blocks the list passed to
- * the shared lists less those it took from them), so that a free counts
- * nothing of its own. */
+ * from any thread (src/tsafe.c, "the counts of a slot"): an allocation
+ * counts one of from_list and carved, a free takes one from room, and the
+ * list's length and the frees are derived.  The list's limit is out of
+ * line; room never lets the list past it. */
 struct mri_tc_slot {
     void     *free;        /* the thread's free list (link in the first word) */
     uintptr_t bump, end;   /* the rest of the region the thread carves; bump == end: none */
-    size_t    nfree;       /* blocks on the free list */
-    size_t    limit;       /* most blocks the list keeps: two batches + the blocks of
-                              the chunks this cache took from upstream since reset */
+    size_t    room;        /* frees the list takes before it is counted again: at most
+                              its limit less its length (allocations give none back) */
+    size_t    credit;      /* credit + from_list + room = the limit less the list's
+                              length (mod 2^64; mri_tc_put's recount) */
     size_t    size;        /* the class's block size */
     size_t    from_list;   /* allocations served from the free list */
     size_t    carved;      /* allocations carved from the region */
@@ -46,9 +47,10 @@ struct mri_tc_slot {
  * given back at destroy): the entry points at that thread's slots for the
  * pool, or at mri_tc_none while the thread has no cache of it.  Every
  * other pool shares entry MRI_TC_NONE, which always points at mri_tc_none,
- * and finds its caches out of line.  mri_tc_none's slots are empty and at
- * their limit (all zero, read-only): the inline paths need no test of
- * their own to leave for the out-of-line ones.  A destroy sets its entry
+ * and finds its caches out of line.  mri_tc_none's slots are empty and have
+ * no room (all zero, read-only; neither inline path writes to such a
+ * slot): the inline paths need no test of their own to leave for the
+ * out-of-line ones.  A destroy sets its entry
  * back to mri_tc_none in every thread that has a cache of the pool, so an
  * index taken again never leads to a destroyed pool's cache. */
 #define MRI_TC_SLOTS 32
@@ -98,7 +100,7 @@ static inline struct mri_tc_slot *mri_tc_slots_at(uintptr_t ref)
 #endif
 }
 
-/* Private: adds 1 to (or takes 1 from) a slot's count, which only the
+/* Private: adds 1 to (or takes 1, or n, from) a slot's count, which only the
  * owning thread writes and mr_*_stats reads from any thread (relaxed
  * atomic loads).  On x86-64 one add to memory: an aligned 8-byte store is
  * never seen torn, and the compiler's relaxed atomic store would take a
@@ -107,9 +109,11 @@ static inline struct mri_tc_slot *mri_tc_slots_at(uintptr_t ref)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MRI_TC_COUNT(field) __asm__("addq $1, %0" : "+m"(field))
 #define MRI_TC_UNCOUNT(field) __asm__("subq $1, %0" : "+m"(field))
+#define MRI_TC_TAKE(field, n) __asm__("subq %1, %0" : "+m"(field) : "r"(n))
 #else
 #define MRI_TC_COUNT(field) __atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
 #define MRI_TC_UNCOUNT(field) __atomic_store_n(&(field), (field) - 1, __ATOMIC_RELAXED)
+#define MRI_TC_TAKE(field, n) __atomic_store_n(&(field), (field) - (n), __ATOMIC_RELAXED)
 #endif
 
 /* Private: a block from the slot's list or region, or NULL (empty).  With
@@ -119,7 +123,6 @@ static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
     void *b = s->free;
     if (MR_LIKELY(b != NULL)) {
         s->free = mri_link_load(b, key);
-        MRI_TC_UNCOUNT(s->nfree);
         MRI_TC_COUNT(s->from_list);
         if (MR_FREE_CHECK)
             mri_mark_set(b, 0);
@@ -136,14 +139,21 @@ static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
     return NULL;
 }
 
-/* Private: pushes b on the slot's list unless the list is at its limit
- * (then false: the out-of-line free moves a batch), or, with MR_FREE_CHECK,
+/* Private: pushes b on the slot's list unless it is at its limit (then
+ * false: the out-of-line free moves a batch), or, with MR_FREE_CHECK,
  * b already holds the pool's mark (then false: the out-of-line free looks
  * for a double free). */
 static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key, uintptr_t mark)
 {
-    if (MR_UNLIKELY(s->nfree >= s->limit))
-        return false;
+    if (MR_UNLIKELY(s->room == 0)) {
+        /* allocations since the last count gave room back: take it (none
+         * for mri_tc_none's slots, which this never writes) */
+        size_t r = s->credit + s->from_list;
+        if ((ptrdiff_t)r <= 0)
+            return false;
+        MRI_TC_TAKE(s->credit, r);                       /* frees unchanged, */
+        __atomic_store_n(&s->room, r, __ATOMIC_RELEASE); /* too high between */
+    }
     if (MR_FREE_CHECK) {
         if (MR_UNLIKELY(mri_mark_test(b, mark)))
             return false;
@@ -151,7 +161,7 @@ static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key, uin
     }
     mri_link_store(b, s->free, key);
     s->free = b;
-    MRI_TC_COUNT(s->nfree);
+    MRI_TC_UNCOUNT(s->room);
     return true;
 }
 
