@@ -238,7 +238,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     p->header_bytes = header_bytes;
     p->hot.size = size;
     p->hot.key = mri_os_random();
-    p->hot.tc_ref = mri_tc_ref(MRI_TC_NONE); /* slots empty and full; thread-safe: the engine's, below */
+    p->hot.tc_ref = mri_tc_ref(MRI_TC_NONE); /* slots empty, no room; thread-safe: the engine's, below */
     p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
     p->resource.ops = &view_ops;
     p->upstream = up;

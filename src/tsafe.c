@@ -678,7 +678,9 @@ struct mri_tc_slot *mri_tc_overflow_slots(const struct mri_tc *t)
 uintptr_t mri_tc_ref(size_t index)
 {
 #if MRI_TC_TP
-    return (uintptr_t)&mri_tc_table[index] - mri_tc_tp();
+    uintptr_t tp;
+    __asm__("movq %%fs:0, %0" : "=r"(tp)); /* the thread pointer */
+    return (uintptr_t)&mri_tc_table[index] - tp;
 #else
     return index;
 #endif

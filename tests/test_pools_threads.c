@@ -841,11 +841,17 @@ static void test_more_pools_than_entries(void **state)
  * chunk is taken, the counts stay exact (in_use) and mr_pools_check finds
  * the walked lists as long as counted; a window of live blocks and a list
  * that grows past its limit (blocks from a new chunk, then freed) too. */
+typedef struct free_all {
+    mr_pools *p;
+    void **blocks;
+    size_t n;
+} free_all;
+
 static void *free_all_main(void *arg)
 {
-    void **v = arg;
-    for (size_t k = 1; k <= (size_t)v[0]; k++)
-        mr_pools_free(v[1], v[k + 1], 4096, 8);
+    const free_all *f = arg;
+    for (size_t k = 0; k < f->n; k++)
+        mr_pools_free(f->p, f->blocks[k], 4096, 8);
     return NULL;
 }
 
@@ -856,7 +862,7 @@ static void test_room_counted_again(void **state)
     assert_non_null(p);
     static const size_t sizes[] = {16, 512, 4096, 8192};
     enum { N = 300 };
-    static void *v[N + 2];
+    static void *v[N];
     for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
         const size_t size = sizes[j];
         void *b = mr_pools_alloc(p, size, 8);
@@ -905,24 +911,23 @@ static void test_room_counted_again(void **state)
      * new chunk */
     mr_stats s0, s1;
     mr_pools_stats(p, &s0);
-    v[0] = (void *)(uintptr_t)N;
-    v[1] = p;
     for (int k = 0; k < N; k++)
-        assert_non_null(v[k + 2] = mr_pools_alloc(p, 4096, 8));
+        assert_non_null(v[k] = mr_pools_alloc(p, 4096, 8));
+    free_all f = {p, v, N};
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, free_all_main, v), 0);
+    assert_int_equal(pthread_create(&th, NULL, free_all_main, &f), 0);
     assert_int_equal(pthread_join(th, NULL), 0);
     mr_pools_stats(p, &s1); /* (the other thread's cache came from upstream) */
     assert_int_equal(s1.in_use, s0.in_use);
     assert_true(mr_pools_check(p));
     for (int k = 0; k < N; k++)
-        assert_non_null(v[k + 2] = mr_pools_alloc(p, 4096, 8));
+        assert_non_null(v[k] = mr_pools_alloc(p, 4096, 8));
     size_t ups = s1.upstream_allocations;
     mr_pools_stats(p, &s1);
     assert_int_equal(s1.upstream_allocations, ups);
     assert_int_equal(s1.in_use, s0.in_use + N * (size_t)4096);
     for (int k = 0; k < N; k++)
-        mr_pools_free(p, v[k + 2], 4096, 8);
+        mr_pools_free(p, v[k], 4096, 8);
     assert_true(mr_pools_check(p));
     mr_pools_destroy(p);
 }

@@ -43,7 +43,7 @@ struct mri_objpool_hot {
                                all leave the unsynchronised inline path */
     uintptr_t tc_ref;       /* where its entry in the threads' tables is
                                (bits/tcache.h); not thread-safe: MRI_TC_NONE's,
-                               whose slots are always empty and full */
+                               whose slots are always empty, with no room */
     uintptr_t mark;         /* a free object's second word (MR_FREE_CHECK) */
 };
 

@@ -68,17 +68,11 @@ extern MR_API _Thread_local struct mri_tc_slot *mri_tc_table[MRI_TC_SLOTS + 1] _
  * On x86-64 Linux the entry's offset from the thread pointer (%fs:0, the
  * x86-64 TLS ABI's TCB self pointer): the table is static TLS, at the same
  * offset from every thread's thread pointer, so the offset taken in the
- * thread that made the pool holds in all.  That is one load and one add
- * where the table's address takes a GOT load, the thread pointer and an
- * add.  Elsewhere the entry's index. */
+ * thread that made the pool holds in all, and the entry is one
+ * %fs-relative load where the table's address takes a GOT load first.
+ * Elsewhere the entry's index. */
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #define MRI_TC_TP 1
-static inline uintptr_t mri_tc_tp(void)
-{
-    uintptr_t tp;
-    __asm__("movq %%fs:0, %0" : "=r"(tp)); /* constant within a thread: not volatile */
-    return tp;
-}
 #else
 #define MRI_TC_TP 0
 #endif
