@@ -381,7 +381,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         /* n blocks in, the first handed out as if from the list (frees
          * unchanged); the list, empty before, now holds n - 1 */
         s->free = mri_link_get(head, t->key);
-        MRI_TC_COUNT(s->from_list);
+        MRI_TC_COUNT(s, from_list);
         moved_add(t, s, i, -n);
         set_room(s, room_for(t, s, i, n - 1));
         return head;
@@ -419,7 +419,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
     }
     s->bump = bump + size;
     s->end = end;
-    MRI_TC_COUNT(s->carved);
+    MRI_TC_COUNT(s, carved);
     return (void *)bump;
 }
 

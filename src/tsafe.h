@@ -174,11 +174,11 @@ static inline void *mri_tc_alloc(struct mri_tc *t, size_t i)
     void *b = s->free;
     if (MR_LIKELY(b != NULL)) {
         s->free = mri_link_get(b, t->key);
-        MRI_TC_COUNT(s->from_list);
+        MRI_TC_COUNT(s, from_list);
     } else if (MR_LIKELY(s->bump != s->end)) {
         b = (void *)s->bump;
         s->bump += s->size;
-        MRI_TC_COUNT(s->carved);
+        MRI_TC_COUNT(s, carved);
     } else {
         b = mri_tc_refill(t, s, i); /* counted there */
         if (b == NULL)
@@ -203,7 +203,7 @@ static inline void mri_tc_free(struct mri_tc *t, void *b, size_t i)
     mri_link_set(b, s->free, t->key);
     s->free = b;
     if (MR_LIKELY(s->room != 0))
-        MRI_TC_UNCOUNT(s->room);
+        MRI_TC_UNCOUNT(s, room);
     else
         mri_tc_spill(t, s, i);
 }

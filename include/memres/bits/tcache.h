@@ -94,20 +94,25 @@ static inline struct mri_tc_slot *mri_tc_slots_at(uintptr_t ref)
 #endif
 }
 
-/* Private: adds 1 to (or takes 1, or n, from) a slot's count, which only the
- * owning thread writes and mr_*_stats reads from any thread (relaxed
- * atomic loads).  On x86-64 one add to memory: an aligned 8-byte store is
- * never seen torn, and the compiler's relaxed atomic store would take a
- * load, an add and a store (two instructions more on every allocation and
- * free).  Elsewhere, that relaxed store. */
+/* Private: adds 1 to (or takes 1, or n, from) count field of slot s, which
+ * only the owning thread writes and mr_*_stats reads from any thread
+ * (relaxed atomic loads).  On x86-64 one add to memory: an aligned 8-byte
+ * store is never seen torn, and the compiler's relaxed atomic store would
+ * take a load, an add and a store (two instructions more on every
+ * allocation and free).  Elsewhere, that relaxed store.  The asm's operand
+ * is the field's address as slot plus offset: given the member expression
+ * s->field, GCC keeps the slot's address in a register of its own (one lea
+ * more on each path) where the offset folds into the addressing. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define MRI_TC_COUNT(field) __asm__("addq $1, %0" : "+m"(field))
-#define MRI_TC_UNCOUNT(field) __asm__("subq $1, %0" : "+m"(field))
-#define MRI_TC_TAKE(field, n) __asm__("subq %1, %0" : "+m"(field) : "r"(n))
+#define MRI_TC_FIELD(s, field) \
+    (*(__typeof__((s)->field) *)(void *)((char *)(s) + offsetof(struct mri_tc_slot, field)))
+#define MRI_TC_COUNT(s, field) __asm__("addq $1, %0" : "+m"(MRI_TC_FIELD(s, field)))
+#define MRI_TC_UNCOUNT(s, field) __asm__("subq $1, %0" : "+m"(MRI_TC_FIELD(s, field)))
+#define MRI_TC_TAKE(s, field, n) __asm__("subq %1, %0" : "+m"(MRI_TC_FIELD(s, field)) : "r"(n))
 #else
-#define MRI_TC_COUNT(field) __atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
-#define MRI_TC_UNCOUNT(field) __atomic_store_n(&(field), (field) - 1, __ATOMIC_RELAXED)
-#define MRI_TC_TAKE(field, n) __atomic_store_n(&(field), (field) - (n), __ATOMIC_RELAXED)
+#define MRI_TC_COUNT(s, field) __atomic_store_n(&(s)->field, (s)->field + 1, __ATOMIC_RELAXED)
+#define MRI_TC_UNCOUNT(s, field) __atomic_store_n(&(s)->field, (s)->field - 1, __ATOMIC_RELAXED)
+#define MRI_TC_TAKE(s, field, n) __atomic_store_n(&(s)->field, (s)->field - (n), __ATOMIC_RELAXED)
 #endif
 
 /* Private: a block from the slot's list or region, or NULL (empty).  With
@@ -117,7 +122,7 @@ static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
     void *b = s->free;
     if (MR_LIKELY(b != NULL)) {
         s->free = mri_link_load(b, key);
-        MRI_TC_COUNT(s->from_list);
+        MRI_TC_COUNT(s, from_list);
         if (MR_FREE_CHECK)
             mri_mark_set(b, 0);
         return b;
@@ -125,7 +130,7 @@ static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
     uintptr_t q = s->bump;
     if (MR_LIKELY(q != s->end)) {
         s->bump = q + s->size;
-        MRI_TC_COUNT(s->carved);
+        MRI_TC_COUNT(s, carved);
         if (MR_FREE_CHECK)
             mri_mark_set((void *)q, 0);
         return (void *)q;
@@ -145,7 +150,7 @@ static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key, uin
         size_t r = s->credit + s->from_list;
         if ((ptrdiff_t)r <= 0)
             return false;
-        MRI_TC_TAKE(s->credit, r);                       /* frees unchanged, */
+        MRI_TC_TAKE(s, credit, r);                       /* frees unchanged, */
         __atomic_store_n(&s->room, r, __ATOMIC_RELEASE); /* too high between */
     }
     if (MR_FREE_CHECK) {
@@ -155,7 +160,7 @@ static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key, uin
     }
     mri_link_store(b, s->free, key);
     s->free = b;
-    MRI_TC_UNCOUNT(s->room);
+    MRI_TC_UNCOUNT(s, room);
     return true;
 }
 
