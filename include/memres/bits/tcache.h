@@ -94,8 +94,8 @@ static inline struct mri_tc_slot *mri_tc_slots_at(uintptr_t ref)
 #endif
 }
 
-/* Private: adds 1 to (or takes 1, or n, from) the count `field` of slot s, which
- * only the owning thread writes and mr_*_stats reads from any thread
+/* Private: adds 1 to (or takes 1, or n, from) the count `field` of slot s,
+ * which only the owning thread writes and mr_*_stats reads from any thread
  * (relaxed atomic loads).  On x86-64 one add to memory: an aligned 8-byte
  * store is never seen torn, and the compiler's relaxed atomic store would
  * take a load, an add and a store (two instructions more on every
