@@ -3,7 +3,8 @@
  * machine and build header, a table per scenario (stdout), --json FILE
  * (every row with all its runs) and --plot FILE.svg (a hand-written SVG bar
  * chart per scenario: median wall time with a [min, max] whisker).
- * Numbers are formatted here only; the rows come from main.c and run.c.
+ * Numbers are formatted here (times by util.c's fmt_time, which run.c's
+ * progress shares); the rows come from main.c and run.c.
  */
 #include <errno.h>
 #include <gnu/libc-version.h>

@@ -246,9 +246,10 @@ static void *shared_new(enum bt_pool_kind kind, int *failed)
     if (s) {
         s->kind = kind;
         if (kind == BT_POOLS)
-            s->pool = mr_pools_create(&(mr_pools_options){ .thread_safe = true });
+            s->pool = mr_pools_create(&(mr_pools_options){.thread_safe = true});
         else
-            s->pool = mr_objpool_create(sizeof(bt_node), _Alignof(bt_node), &(mr_objpool_options){ .thread_safe = true });
+            s->pool =
+                mr_objpool_create(sizeof(bt_node), _Alignof(bt_node), &(mr_objpool_options){.thread_safe = true});
         if (s->pool == NULL) {
             fprintf(stderr, "binary-trees: %s (thread_safe): %s\n",
                     kind == BT_POOLS ? "mr_pools_create" : "mr_objpool_create", strerror(errno));

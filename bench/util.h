@@ -2,8 +2,8 @@
 /* bench/util.h -- the helpers every file of the harness may use (bench/util.c):
  * the error exit, allocation that cannot fail, the median, a time as the
  * table prints it, and the instruction counter.  util.c depends on no other
- * file of bench/, so the harness's files (main.c, registry.c, run.c,
- * report.c) share these without depending on one another.
+ * file of bench/, so that sharing these makes none of the harness's files
+ * (main.c, registry.c, run.c, report.c) depend on another in a circle.
  */
 #ifndef MEMRES_BENCH_UTIL_H
 #define MEMRES_BENCH_UTIL_H
