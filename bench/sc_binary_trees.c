@@ -67,11 +67,8 @@
 
 /* ---- the variants of this process: bt_run with their ops ---- */
 
-#define BT_RUN(name, ops, threaded)                            \
-    static int name(const bench_args *args, bench_out *out) \
-    {                                                          \
-        return bt_run(&(ops), (threaded), args, out);          \
-    }
+#define BT_RUN(name, ops, threaded) \
+    static int name(const bench_args *args, bench_out *out) { return bt_run(&(ops), (threaded), args, out); }
 
 BT_RUN(run_malloc, bt_malloc_ops, 1)
 BT_RUN(run_arena, bt_arena_ops, 1)
