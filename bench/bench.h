@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/bench.h -- the interface between the benchmark harness (main.c,
- * registry.c, run.c, report.c) and the scenarios (bench/sc_*.c and
- * bench/sc_*.cpp files).
+ * registry.c, run.c, report.c, with bench.c the services below) and the
+ * scenarios (bench/sc_*.c and bench/sc_*.cpp files).
  *
  * A scenario is one workload written once; a variant is that workload with one
  * way of allocating.  Every variant of a scenario must produce the same output
@@ -73,7 +73,10 @@ typedef struct bench_variant {
     int (*run)(const bench_args *args, bench_out *out);
 } bench_variant;
 
-/* ---- services of the harness (bench/run.c) to the scenarios ---- */
+/* ---- services of the harness (bench/bench.c) to the scenarios ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds: the one clock of bench/. */
+uint64_t bench_now_ns(void);
 
 /* Restarts the wall clock and the instruction counter of this run: call it
  * once, after untimed setup (generating input, allocating result arrays) and
@@ -91,8 +94,7 @@ int bench_run_program(char *const argv[], bench_out *out);
 const char *bench_cxx_version(void);
 
 /* The `unavailable` of rows that need a peer library found at build time
- * (BENCH_HAVE_APR, BENCH_HAVE_TALLOC): NULL when it was built in
- * (bench/registry.c). */
+ * (BENCH_HAVE_APR, BENCH_HAVE_TALLOC): NULL when it was built in. */
 const char *bench_apr_unavailable(void);
 const char *bench_talloc_unavailable(void);
 

@@ -3,7 +3,8 @@
  * registry of scenarios and malloc implementations, the rows of the plan and
  * their results.  main.c reads the options and runs the plan, registry.c
  * knows what can be run, run.c runs one row (each run a child process) and
- * report.c writes the results.  The scenarios see only bench.h.
+ * report.c writes the results; util.h has the helpers they share (the
+ * error exit, the median, ...).  The scenarios see only bench.h.
  */
 #ifndef MEMRES_BENCH_HARNESS_H
 #define MEMRES_BENCH_HARNESS_H
@@ -14,14 +15,13 @@
 #include <stdio.h>
 
 #include "bench.h"
-
-#define PROG "memres-bench"
+#include "util.h"
 
 #define MAX_FILTERS 32
 #define MAX_SCENARIOS 32
 #define MAX_VARIANTS 64
 
-/* ---- main.c: options and the program's error exit ---- */
+/* ---- main.c: the options ---- */
 
 typedef struct options {
     bench_args args;
@@ -39,11 +39,6 @@ typedef struct options {
     const char *run_scenario, *run_variant;
     int run_fd;
 } options;
-
-/* Prints "memres-bench: " and the message on stderr and exits with 2. */
-__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
-void *xcalloc(size_t n, size_t size);
-char *xstrdup(const char *s);
 
 /* ---- registry.c: scenarios, variants, malloc implementations ---- */
 
@@ -107,6 +102,15 @@ typedef struct plan {
     int nskipped[MAX_SCENARIOS];
 } plan;
 
+/* ---- bench.c: the span one run measures ---- */
+
+/* Opens and starts the instruction counter (see perf_open) and the wall
+ * clock; bench_timing_start restarts both. */
+void timing_begin(void);
+/* The nanoseconds since the span began; the instructions counted into
+ * *instructions, left alone when there is no counter. */
+uint64_t timing_end(int64_t *instructions);
+
 /* ---- run.c: one row, each run in a fresh process ---- */
 
 /* The child (--run SCENARIO VARIANT --fd N): runs the variant once and
@@ -118,13 +122,8 @@ void run_init(void);
 /* Run k of row number index (of nrows): a warm-up when k < o->warmup, else
  * timed run k - warmup; false (r->failed, r->why) when it failed or had. */
 bool run_row_once(const options *o, row *r, int index, int nrows, int k);
-/* The median of v[0..n) (NAN when n is 0). */
-double median_of(const double *v, int n);
 /* After the last run: the row's summary, and its line of progress. */
 void run_row_done(row *r, int index, int nrows);
-/* A user-space instruction counter for this process and its children, or
- * -1 with errno. */
-int perf_open(void);
 /* Clears the progress line on a tty (progress goes to stderr: a line per row
  * in a log, one line rewritten on a tty). */
 void progress_end(void);
@@ -146,6 +145,5 @@ void print_header(FILE *f, const options *o, const machine *m);
 void print_scenario(FILE *f, const options *o, int si, row *rows, int nrows, char **skipped, int nskipped);
 void write_json(const char *path, const options *o, const machine *m, const plan *p, int errors);
 void write_svg(const char *path, const options *o, const machine *m, const plan *p);
-const char *fmt_time(char *b, size_t n, double s);
 
 #endif

@@ -29,40 +29,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "harness.h"
-
-void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
-void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (p == NULL)
-        die("out of memory");
-    return p;
-}
-
-char *xstrdup(const char *s)
-{
-    char *p = strdup(s);
-    if (p == NULL)
-        die("out of memory");
-    return p;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Options. */

@@ -56,24 +56,6 @@ const bench_variant *registry_find(const char *scen, const char *variant)
     return NULL;
 }
 
-const char *bench_apr_unavailable(void)
-{
-#ifdef BENCH_HAVE_APR
-    return NULL;
-#else
-    return "libapr-1 (libapr1-dev) not found at build time";
-#endif
-}
-
-const char *bench_talloc_unavailable(void)
-{
-#ifdef BENCH_HAVE_TALLOC
-    return NULL;
-#else
-    return "libtalloc (libtalloc-dev) not found at build time";
-#endif
-}
-
 const char *variant_unavailable(const bench_variant *v)
 {
     if (v->run == NULL)

@@ -3,7 +3,8 @@
  * machine and build header, a table per scenario (stdout), --json FILE
  * (every row with all its runs) and --plot FILE.svg (a hand-written SVG bar
  * chart per scenario: median wall time with a [min, max] whisker).
- * Numbers are formatted here only; the rows come from main.c and run.c.
+ * Numbers are formatted here (times by util.c's fmt_time, which run.c's
+ * progress shares); the rows come from main.c and run.c.
  */
 #include <errno.h>
 #include <gnu/libc-version.h>
@@ -117,21 +118,6 @@ void print_header(FILE *f, const options *o, const machine *m)
 
 /* ------------------------------------------------------------------------ */
 /* Formatting. */
-
-const char *fmt_time(char *b, size_t n, double s)
-{
-    if (isnan(s))
-        snprintf(b, n, "-");
-    else if (s >= 100)
-        snprintf(b, n, "%.1fs", s);
-    else if (s >= 1)
-        snprintf(b, n, "%.3fs", s);
-    else if (s >= 0.001)
-        snprintf(b, n, "%.2fms", s * 1e3);
-    else
-        snprintf(b, n, "%.0fus", s * 1e6);
-    return b;
-}
 
 static const char *fmt_bytes(char *b, size_t n, double bytes)
 {

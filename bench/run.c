@@ -11,7 +11,8 @@
  *
  * What one run measures:
  *   wall time     CLOCK_MONOTONIC in the child, around run() (or from the
- *                 scenario's bench_timing_start(), after untimed setup);
+ *                 scenario's bench_timing_start(), after untimed setup; the
+ *                 span is kept in bench.c);
  *   instructions  perf_event_open in the child over the same span, user
  *                 space, threads and spawned programs included; "n/a" where
  *                 the machine has no counters;
@@ -26,20 +27,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -63,117 +59,7 @@ typedef struct run_msg {
 } run_msg;
 
 /* ------------------------------------------------------------------------ */
-/* The child: the services to the scenarios, and one run. */
-
-static struct timespec t_start;
-static int perf_fd = -1;
-
-static uint64_t ns_between(const struct timespec *a, const struct timespec *b)
-{
-    return (uint64_t)((b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec));
-}
-
-void bench_timing_start(void)
-{
-    if (perf_fd >= 0)
-        ioctl(perf_fd, PERF_EVENT_IOC_RESET, 0);
-    clock_gettime(CLOCK_MONOTONIC, &t_start);
-}
-
-/* Appends to buf (len bytes used of max), truncating to fit. */
-__attribute__((format(printf, 4, 0))) static void append_v(char *buf, size_t *len, size_t max, const char *fmt,
-                                                           va_list ap)
-{
-    if (*len >= max - 1)
-        return;
-    int n = vsnprintf(buf + *len, max - *len, fmt, ap);
-    if (n > 0) {
-        *len += (size_t)n;
-        if (*len > max - 1)
-            *len = max - 1;
-    }
-}
-
-void bench_printf(bench_out *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    append_v(o->text, &o->text_len, BENCH_TEXT_MAX, fmt, ap);
-    va_end(ap);
-}
-
-void bench_note(bench_out *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    append_v(o->note, &o->note_len, BENCH_NOTE_MAX, fmt, ap);
-    va_end(ap);
-}
-
-/* Appends what fd gives until EOF to out->text, truncated to fit. */
-static void read_text(int fd, bench_out *out)
-{
-    char buf[4096];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        size_t room = BENCH_TEXT_MAX - 1 - out->text_len;
-        size_t take = (size_t)n < room ? (size_t)n : room;
-        memcpy(out->text + out->text_len, buf, take);
-        out->text_len += take;
-    }
-    out->text[out->text_len] = '\0';
-}
-
-int bench_run_program(char *const argv[], bench_out *out)
-{
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
-        return -1;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-    pid_t pid;
-    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (e != 0) {
-        close(p[0]);
-        fprintf(stderr, PROG ": cannot run %s: %s\n", argv[0], strerror(e));
-        return -1;
-    }
-    read_text(p[0], out);
-    close(p[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return 0;
-    if (WIFSIGNALED(status))
-        fprintf(stderr, PROG ": %s died of signal %d\n", argv[0], WTERMSIG(status));
-    else
-        fprintf(stderr, PROG ": %s exited with status %d\n", argv[0], WEXITSTATUS(status));
-    return -1;
-}
-
-int perf_open(void)
-{
-    struct perf_event_attr pe;
-    memset(&pe, 0, sizeof pe);
-    pe.type = PERF_TYPE_HARDWARE;
-    pe.size = sizeof pe;
-    pe.config = PERF_COUNT_HW_INSTRUCTIONS;
-    pe.disabled = 1;
-    pe.inherit = 1; /* threads and spawned programs count too */
-    pe.exclude_kernel = 1;
-    pe.exclude_hv = 1;
-    return (int)syscall(SYS_perf_event_open, &pe, 0, -1, -1, (unsigned long)PERF_FLAG_FD_CLOEXEC);
-}
+/* The child: one run. */
 
 static bool maps_contain(const char *soname)
 {
@@ -206,20 +92,9 @@ static void write_all(int fd, const void *buf, size_t len)
 static void measure(const bench_variant *v, const bench_args *args, run_msg *msg)
 {
     static bench_out out;
-    perf_fd = perf_open();
-    struct timespec t1;
-    if (perf_fd >= 0)
-        ioctl(perf_fd, PERF_EVENT_IOC_ENABLE, 0);
-    clock_gettime(CLOCK_MONOTONIC, &t_start);
+    timing_begin();
     msg->status = v->run(args, &out);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (perf_fd >= 0) {
-        uint64_t count = 0;
-        ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-        if (read(perf_fd, &count, sizeof count) == (ssize_t)sizeof count && count > 0)
-            msg->instructions = (int64_t)count;
-    }
-    msg->wall_ns = ns_between(&t_start, &t1);
+    msg->wall_ns = timing_end(&msg->instructions);
     msg->checksum = out.checksum;
     msg->upstream_bytes = out.upstream_bytes;
     msg->requested_bytes = out.requested_bytes;
@@ -451,24 +326,6 @@ void progress_end(void)
 static double tv_sec(struct timeval tv)
 {
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double median_of(const double *v, int n)
-{
-    if (n <= 0)
-        return NAN;
-    double *s = xcalloc((size_t)n, sizeof *s);
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    double m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    free(s);
-    return m;
 }
 
 static void summarize(row *r)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/sc_binary_trees.h -- the binary-trees workload, shared by the C
- * variants (sc_binary_trees.c) and the std::pmr variants
- * (sc_binary_trees_pmr.cpp).
+/* bench/sc_binary_trees.h -- the binary-trees workload, shared by its files:
+ * the rows (sc_binary_trees.c), the program (sc_binary_trees_driver.c) and
+ * the variants by family (sc_binary_trees_memres.c, sc_binary_trees_peers.c,
+ * sc_binary_trees_pmr.cpp).
  *
  * The Benchmarks Game rules: with n the depth argument, min_depth 4 and
  * max_depth = max(min_depth + 2, n): build and check a stretch tree of depth
@@ -14,7 +15,8 @@
  * per worker thread, one for the long-lived tree), building one tree, and
  * dropping it.  bt_run is the rest of the program, the same for every
  * variant.  The inner loop (bt_ops.trees) is generated per variant with the
- * allocation inlined, so no indirect call is made per node.
+ * allocation inlined, so no indirect call is made per node: a variant's
+ * BT_VARIANT and its allocation stay in one file.
  */
 #ifndef MEMRES_BENCH_BINARY_TREES_H
 #define MEMRES_BENCH_BINARY_TREES_H
@@ -55,6 +57,12 @@ typedef struct bt_ops {
     void (*stats)(void *ctx, size_t *held);
 } bt_ops;
 
+/* Nodes in a tree of depth d. */
+static inline size_t bt_nodes(int d)
+{
+    return ((size_t)2 << d) - 1;
+}
+
 /* The node count of a tree (the game's "check"). */
 static inline int64_t bt_check(const bt_node *t)
 {
@@ -70,6 +78,12 @@ int bt_run(const bt_ops *ops, int threaded, const bench_args *args, bench_out *o
 /* Dies with a message: an allocation failed (the workload does not
  * recover; the harness reports the run as failed). */
 __attribute__((noreturn, cold)) void bt_oom(void);
+
+/* The worker threads of a run: args->threads for a threaded variant, else 1. */
+int bt_threads(int threaded, const bench_args *args);
+/* The most bytes of nodes alive at once with nthreads threads (what
+ * bt_run puts in out->requested_bytes). */
+size_t bt_requested_bytes(const bench_args *args, int nthreads);
 
 /* BT_VARIANT_H(prefix, ctx type, handle type, HANDLE(c), ALLOC(h), BEGIN(c),
  * END(c, tree)) defines prefix_make, prefix_drop and prefix_trees: the same
@@ -119,7 +133,27 @@ __attribute__((noreturn, cold)) void bt_oom(void);
 #define BT_SELF(c) (c)
 #define BT_VARIANT(prefix, ctx_t, ALLOC, BEGIN, END) BT_VARIANT_H(prefix, ctx_t, ctx_t, BT_SELF, ALLOC, BEGIN, END)
 
-/* The std::pmr variants (sc_binary_trees_pmr.cpp). */
+/* The variants, one bt_ops each.  memres (sc_binary_trees_memres.c): */
+extern const bt_ops bt_arena_ops;
+extern const bt_ops bt_arena_blocks_ops;
+extern const bt_ops bt_arena_pages_ops;
+extern const bt_ops bt_arena_huge_ops;
+extern const bt_ops bt_objpool_ops;
+extern const bt_ops bt_pools_own_ops;
+extern const bt_ops bt_pools_shared_ops;
+extern const bt_ops bt_objpool_shared_ops;
+/* malloc, the reference limit and the C peers (sc_binary_trees_peers.c): */
+extern const bt_ops bt_malloc_ops;
+extern const bt_ops bt_bump_ops;
+extern const bt_ops bt_bump_huge_ops;
+#ifdef BENCH_HAVE_APR
+extern const bt_ops bt_apr_ops;
+#endif
+extern const bt_ops bt_obstack_ops;
+#ifdef BENCH_HAVE_TALLOC
+extern const bt_ops bt_talloc_ops;
+#endif
+/* std::pmr (sc_binary_trees_pmr.cpp): */
 extern const bt_ops bt_pmr_monotonic_ops;
 extern const bt_ops bt_pmr_monotonic_buffer_ops;
 extern const bt_ops bt_pmr_unsync_pool_ops;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 // bench/sc_binary_trees_pmr.cpp -- binary-trees over libstdc++'s std::pmr
-// resources: the same program (bt_run in sc_binary_trees.c) and the same tree
-// code, with the allocation done by a std::pmr::memory_resource called through
-// its concrete type (so the compiler may devirtualise and inline it, as a
-// careful C++ programmer would get).
+// resources: the same program (bt_run in sc_binary_trees_driver.c) and the
+// same tree code, with the allocation done by a std::pmr::memory_resource
+// called through its concrete type (so the compiler may devirtualise and
+// inline it, as a careful C++ programmer would get).
 //
 //   pmr monotonic         monotonic_buffer_resource(), release() per tree: its
 //                         buffers go back to new/delete and come again
@@ -53,7 +53,7 @@ template <class R> void deallocate_tree(R &r, bt_node *t)
     r.deallocate(t, node_size, node_align);
 }
 
-// The tree code, the same as BT_VARIANT in sc_binary_trees.c: pre-order, with
+// The tree code, the same as BT_VARIANT in sc_binary_trees.h: pre-order, with
 // Ctx::alloc inlined.
 template <class Ctx> struct tree_code {
     static bt_node *build(Ctx *c, int d)

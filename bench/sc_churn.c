@@ -41,10 +41,6 @@ typedef struct churn_slot {
     size_t size;
 } churn_slot;
 
-/* The std::pmr variants, defined in sc_churn_pmr.cpp. */
-int bench_churn_run_pmr_unsync(const bench_args *args, bench_out *out);
-int bench_churn_run_pmr_sync(const bench_args *args, bench_out *out);
-
 static inline uint64_t churn_next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -66,6 +62,10 @@ typedef struct churn_result {
     size_t allocations;
     size_t peak_live;
 } churn_result;
+
+/* The std::pmr step loops, in sc_churn_pmr.cpp: 0 and *res filled, or 1. */
+int bench_churn_pmr_unsync(const bench_args *args, churn_result *res);
+int bench_churn_pmr_sync(const bench_args *args, churn_result *res);
 
 static int churn_finish(const bench_args *args, bench_out *out, const churn_result *res, size_t upstream)
 {
@@ -162,20 +162,29 @@ static int run_pools(const bench_args *args, bench_out *out)
 
 /* ---- std::pmr (sc_churn_pmr.cpp) ---- */
 
-/* Called from sc_churn_pmr.cpp so that both files share the output format. */
-int bench_churn_finish(const bench_args *args, bench_out *out, uint64_t sum, size_t allocations,
-                       size_t peak_live);
-int bench_churn_finish(const bench_args *args, bench_out *out, uint64_t sum, size_t allocations,
-                       size_t peak_live)
+/* The step loop is sc_churn_pmr.cpp's; the output is printed here, as the
+ * other rows' is. */
+static int run_pmr(int (*loop)(const bench_args *, churn_result *), const bench_args *args, bench_out *out)
 {
-    churn_result res = {sum, allocations, peak_live};
-    return churn_finish(args, out, &res, 0);
+    churn_result res;
+    int rc = loop(args, &res);
+    return rc != 0 ? rc : churn_finish(args, out, &res, 0);
+}
+
+static int run_pmr_unsync(const bench_args *args, bench_out *out)
+{
+    return run_pmr(bench_churn_pmr_unsync, args, out);
+}
+
+static int run_pmr_sync(const bench_args *args, bench_out *out)
+{
+    return run_pmr(bench_churn_pmr_sync, args, out);
 }
 
 const bench_variant bench_churn[] = {
     {"churn", "malloc", BENCH_MALLOC, false, NULL, run_malloc},
     {"churn", "memres pools", BENCH_MEMRES, false, NULL, run_pools},
-    {"churn", "pmr unsync pool", BENCH_PEER, false, NULL, bench_churn_run_pmr_unsync},
-    {"churn", "pmr sync pool", BENCH_PEER, false, NULL, bench_churn_run_pmr_sync},
+    {"churn", "pmr unsync pool", BENCH_PEER, false, NULL, run_pmr_unsync},
+    {"churn", "pmr sync pool", BENCH_PEER, false, NULL, run_pmr_sync},
     {NULL, NULL, BENCH_MEMRES, false, NULL, NULL},
 };

@@ -5,7 +5,8 @@
  * resource's calls inline as the C variants' do: same slots, seed, generator,
  * sizes, alignment and reads and writes.  Keep the two in step; the harness
  * compares every variant's output and checksum, so a divergence shows.
- * The output line itself is printed by sc_churn.c (bench_churn_finish).
+ * The output line itself is printed by sc_churn.c, from the churn_result
+ * these loops fill.
  */
 #include <cstddef>
 #include <cstdint>
@@ -15,8 +16,13 @@
 
 #include "bench.h"
 
-extern "C" int bench_churn_finish(const bench_args *args, bench_out *out, std::uint64_t sum,
-                                  std::size_t allocations, std::size_t peak_live);
+// What a run gives back to sc_churn.c, which prints it: sc_churn.c's
+// churn_result.
+struct churn_result {
+    std::uint64_t sum;
+    std::size_t allocations;
+    std::size_t peak_live;
+};
 
 namespace {
 
@@ -45,7 +51,7 @@ inline std::size_t churn_size(std::uint64_t r)
 }
 
 template <class Resource>
-int run_pmr(const bench_args *args, bench_out *out)
+int run_pmr(const bench_args *args, churn_result *result)
 {
     const std::size_t steps = args->quick ? 1000000u : 20000000u;
     auto *slots = static_cast<churn_slot *>(std::calloc(churn_slots, sizeof(churn_slot)));
@@ -91,17 +97,18 @@ int run_pmr(const bench_args *args, bench_out *out)
         }
     }
     std::free(slots);
-    return rc != 0 ? rc : bench_churn_finish(args, out, sum, allocs, peak);
+    *result = churn_result{ sum, allocs, peak };
+    return rc;
 }
 
 } // namespace
 
-extern "C" int bench_churn_run_pmr_unsync(const bench_args *args, bench_out *out)
+extern "C" int bench_churn_pmr_unsync(const bench_args *args, churn_result *result)
 {
-    return run_pmr<std::pmr::unsynchronized_pool_resource>(args, out);
+    return run_pmr<std::pmr::unsynchronized_pool_resource>(args, result);
 }
 
-extern "C" int bench_churn_run_pmr_sync(const bench_args *args, bench_out *out)
+extern "C" int bench_churn_pmr_sync(const bench_args *args, churn_result *result)
 {
-    return run_pmr<std::pmr::synchronized_pool_resource>(args, out);
+    return run_pmr<std::pmr::synchronized_pool_resource>(args, result);
 }

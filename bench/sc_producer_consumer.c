@@ -54,7 +54,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -324,13 +323,6 @@ static size_t pc_rss(void)
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-static double pc_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A variant: its thread bodies and, for memres, its bytes held now and at
  * peak. */
 typedef struct pc_impl {
@@ -405,7 +397,7 @@ static int pc_run_rounds(const pc_impl *impl, void *alloc, const bench_args *arg
     int rc = 0;
 
     bench_timing_start();
-    double t0 = pc_now();
+    uint64_t t0 = bench_now_ns();
     for (int r = 0; r < PC_ROUNDS && rc == 0; r++) {
         for (int i = 0; i < nt; i++) {
             atomic_init(&rings[i].head, 0);
@@ -427,7 +419,7 @@ static int pc_run_rounds(const pc_impl *impl, void *alloc, const bench_args *arg
         if (impl->held)
             impl->held(alloc, &held[r], &peak);
     }
-    double secs = pc_now() - t0;
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
     for (int i = 0; i < nt; i++) {
         pthread_mutex_destroy(&rings[i].mu);
         pthread_cond_destroy(&rings[i].consumer_cv);

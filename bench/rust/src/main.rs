@@ -1,5 +1,5 @@
 //! binary-trees (Computer Language Benchmarks Game rules) with bumpalo + rayon:
-//! the Rust peer of memres's benchmark suite (bench/, issue 4).
+//! the Rust peer of memres's benchmark suite (bench/, the "rust bumpalo" row).
 //!
 //! Usage: binary-trees-bumpalo [DEPTH] [--threads N]
 //!   DEPTH       maximum depth n (default 21; at least 6 is used, as the rules say)
