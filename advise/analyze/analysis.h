@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/analysis.h -- memres-advise's parts: the profile read back
+/* advise/analyze/analysis.h -- memres-advise's parts: the profile read back
  * (profile.c), frames resolved to symbols (symbols.c), sites folded and
  * judged (analyze.c), the per-operation costs of this machine
  * (calibrate.c), the reports (report.c: text and JSON; svg.c), the replay

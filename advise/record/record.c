@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/recorder.c -- libmemres-advise-recorder.so, preloaded by
+/* advise/record/record.c -- libmemres-advise-recorder.so, preloaded by
  * memres-advise into the program it profiles.  It interposes the malloc
  * family, gives every object it records a 32-byte header (site, thread,
  * birth on the allocation clock and in time, realloc count, size), keeps

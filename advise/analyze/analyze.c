@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/analyze.c -- raw call stacks turned into sites, and sites into
+/* advise/analyze/analyze.c -- raw call stacks turned into sites, and sites into
  * advice.
  *
  * Per raw site (one distinct recorded stack):

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/replay.c -- the plan chunk of a trace, and `memres-advise replay
+/* advise/analyze/replay.c -- the plan chunk of a trace, and `memres-advise replay
  * TRACE [--json FILE] [--runs N]`: the program's allocations replayed
  * against glibc and against the recommended plan on the real memres
  * allocators, the replayed saving printed beside the predicted one.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/calibrate.c -- what an allocation costs on this machine: glibc
+/* advise/analyze/calibrate.c -- what an allocation costs on this machine: glibc
  * malloc/free under the four patterns of analysis.h, and the memres
  * allocators that would replace it, in ns per allocation (its free, reset
  * or rewind included), by log2 size class.

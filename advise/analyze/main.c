@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/main.c -- memres-advise, the driver:
+/* advise/analyze/main.c -- memres-advise, the driver:
  *
  *   memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]
  *                 [--depth N] [--top N] [--wrapper NAME]... -- PROGRAM [ARGS...]
