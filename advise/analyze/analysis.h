@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/analyze/analysis.h -- memres-advise's parts: the profile read back
- * (profile.c), frames resolved to symbols (symbols.c), sites folded and
+ * (profile.c), the progress line (progress.c), frames resolved to
+ * symbols (symbols.c), sites folded and
  * judged (analyze.c), the per-operation costs of this machine
  * (calibrate.c), the reports (report.c: text and JSON; svg.c), the replay
  * of a trace (replay.c) and the driver (main.c). */
@@ -13,6 +14,15 @@
 #include <stdio.h>
 
 #include "format.h"
+
+/* ---- the progress line on stderr (progress.c) ---- */
+
+/* Enabled by the driver; on a terminal updated in place after half a
+ * second, elsewhere one line per stage once the analysis has run a second;
+ * mra_progress_end clears it. */
+void mra_progress_enable(bool on);
+void mra_progress(const char *stage, size_t done, size_t total);
+void mra_progress_end(void);
 
 /* ---- the profile as written (profile.c) ---- */
 
@@ -188,12 +198,6 @@ void mra_analysis_free(struct mra_analysis *a);
 /* The q-quantile (0..1) of a lifetime histogram (format.h's log2 buckets,
  * linear inside a bucket). */
 double mra_hist_quantile(const uint64_t hist[MRA_HIST], double q);
-/* The progress line on stderr (analyze.c): enabled by the driver; on a
- * terminal updated in place after half a second, elsewhere one line per
- * stage once the analysis has run a second; mra_progress_end clears it. */
-void mra_progress_enable(bool on);
-void mra_progress(const char *stage, size_t done, size_t total);
-void mra_progress_end(void);
 
 /* ---- reports (report.c, svg.c) ---- */
 

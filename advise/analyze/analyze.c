@@ -29,65 +29,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "analysis.h"
-
-/* ---- progress line ---- */
-
-static struct {
-    bool on, shown, tty;
-    double start, last;
-    const char *stage;
-} prog;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void mra_progress_enable(bool on)
-{
-    prog.on = on;
-    prog.shown = false;
-    prog.tty = isatty(2);
-    prog.start = now_s();
-    prog.last = 0;
-    prog.stage = NULL;
-}
-
-void mra_progress(const char *stage, size_t done, size_t total)
-{
-    if (!prog.on)
-        return;
-    double t = now_s();
-    /* on a terminal after half a second, updated in place at most 10 times
-     * a second; elsewhere only when the analysis has run for a second, one
-     * line per stage */
-    if (prog.tty) {
-        if (t - prog.start < 0.5 || (t - prog.last < 0.1 && done < total))
-            return;
-        fprintf(stderr, "\rmemres-advise: %s %zu/%zu ...\033[K", stage, done, total);
-        prog.shown = true;
-    } else {
-        if (t - prog.start < 1.0 || prog.stage == stage)
-            return;
-        fprintf(stderr, "memres-advise: %s (%zu items) ...\n", stage, total);
-    }
-    prog.stage = stage;
-    prog.last = t;
-    fflush(stderr);
-}
-
-void mra_progress_end(void)
-{
-    if (prog.on && prog.tty && prog.shown)
-        fprintf(stderr, "\r\033[K");
-    prog.shown = false;
-}
 
 /* ---- options ---- */
 
@@ -111,7 +54,8 @@ void mra_options_default(struct mra_options *o)
     /* Fewer allocations cannot save a measurable time: at the tens of ns a
      * malloc/free pair costs, 1000 of them are tens of microseconds. */
     o->th.min_allocations = 1000;
-    /* Issue 25's accuracy target: nothing recommended below 2% of the run. */
+    /* The accuracy target: nothing is recommended whose saving is below
+     * 2% of the run. */
     o->th.min_share = 0.02;
     /* Of a site's objects, 80% freed together or never freed: in bursts
      * (two or more frees of the site's group with no allocation between)
