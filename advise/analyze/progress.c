@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "analysis.h"
+#include "clock.h"
 
 static struct {
     bool on, shown, tty;
@@ -22,9 +22,7 @@ static struct {
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)mra_mono_ns() * 1e-9;
 }
 
 void mra_progress_enable(bool on)

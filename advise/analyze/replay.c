@@ -55,6 +55,7 @@
  * plan (the first MAX_ALONE sites by predicted saving), as its predicted
  * saving supposes. */
 #include "analysis.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -880,14 +881,6 @@ static int merge(struct trace *t)
 
 /* ---- the replay ---- */
 
-/* The thread's CPU time: a replay's cost, whatever else runs on the machine. */
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline void touch(void *p, uint64_t size)
 {
     volatile unsigned char *b = p;
@@ -1124,14 +1117,14 @@ static int replay_once(struct trace *t, bool plan, double *ns)
         rc = -1;
     for (size_t k = 0; k < t->nslots; k++)
         t->slots[k].live = 0;
-    uint64_t t0 = cpu_ns();
+    uint64_t t0 = mra_cpu_ns(); /* a replay's cost, whatever else runs on the machine */
     if (rc == 0)
         for (size_t i = 0; i < t->nev;)
             if (MR_UNLIKELY(step(t, &st, &i, plan) != 0)) {
                 rc = -1;
                 break;
             }
-    *ns = (double)(cpu_ns() - t0);
+    *ns = (double)(mra_cpu_ns() - t0);
     /* untimed: what is still live, and the allocators */
     if (st.ptr && st.fb)
         for (size_t o = 0; o < t->nobjects; o++)

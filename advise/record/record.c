@@ -64,7 +64,9 @@
 #include <x86intrin.h>
 #endif
 
+#include "clock.h"
 #include "format.h"
+#include "site_stats.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -212,13 +214,6 @@ static inline uint64_t mix64(uint64_t x)
     return x;
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* ---- time: rdtsc scaled to ns, or CLOCK_MONOTONIC ---- */
 
 static bool g_use_tsc;
@@ -233,7 +228,7 @@ static inline uint64_t now_time(void)
     if (LIKELY(g_use_tsc))
         return (uint64_t)__rdtsc();
 #endif
-    return mono_ns();
+    return mra_mono_ns();
 }
 
 /* For timed samples: rdtsc between fences, so that the code timed cannot
@@ -249,7 +244,7 @@ static inline uint64_t fenced_time(void)
         return t;
     }
 #endif
-    return mono_ns();
+    return mra_mono_ns();
 }
 
 static inline uint64_t time_to_ns(uint64_t d)
@@ -267,9 +262,9 @@ static void clock_calibrate(void)
     __get_cpuid(0x80000007u, &a, &b, &c, &d);
     if (!(d & (1u << 8)))
         return; /* no invariant TSC: CLOCK_MONOTONIC */
-    uint64_t n0 = mono_ns(), c0 = (uint64_t)__rdtsc(), n1, c1;
+    uint64_t n0 = mra_mono_ns(), c0 = (uint64_t)__rdtsc(), n1, c1;
     do {
-        n1 = mono_ns();
+        n1 = mra_mono_ns();
         c1 = (uint64_t)__rdtsc();
     } while (n1 - n0 < 500000u);
     if (c1 <= c0)
@@ -1857,34 +1852,33 @@ static void merge_lsite(struct gsite *g, struct lsite *l)
         m->alloc_threads++;
         l->counted = 1;
     }
-    m->allocations += s->allocations;
-    m->frees += s->frees;
-    m->bytes += s->bytes;
-    m->freed_bytes += s->freed_bytes;
-    if (s->min_size < m->min_size)
-        m->min_size = s->min_size;
-    if (s->max_size > m->max_size)
-        m->max_size = s->max_size;
-    m->lifetime_ticks_sum += s->lifetime_ticks_sum;
-    m->lifetime_ns_sum += s->lifetime_ns_sum;
-    for (unsigned i = 0; i < MRA_HIST; i++) {
-        m->hist_ticks[i] += s->hist_ticks[i];
-        m->hist_ns[i] += s->hist_ns[i];
-    }
-    m->freed_together += s->freed_together;
-    m->stack_like += s->stack_like;
-    m->remote_frees += s->remote_frees;
-    m->reallocs += s->reallocs;
-    m->realloc_moves += s->realloc_moves;
-    if (s->realloc_chain_max > m->realloc_chain_max)
-        m->realloc_chain_max = s->realloc_chain_max;
-    m->aligned += s->aligned;
-    m->glibc_ns += (uint64_t)s->glibc_time; /* clock units, two's complement until finish_site */
-    m->glibc_samples += s->glibc_samples;
-    if (s->first_tick && (!m->first_tick || s->first_tick < m->first_tick))
-        m->first_tick = s->first_tick;
-    if (s->last_tick > m->last_tick)
-        m->last_tick = s->last_tick;
+    /* the thread's figures as a record of the format, added as the
+     * analysis adds raw sites (the live and peak figures are the site's
+     * shared counters, taken at exit) */
+    struct mra_site_stats t;
+    memset(&t, 0, sizeof t);
+    t.allocations = s->allocations;
+    t.bytes = s->bytes;
+    t.min_size = s->min_size;
+    t.max_size = s->max_size;
+    t.first_tick = s->first_tick;
+    t.last_tick = s->last_tick;
+    t.frees = s->frees;
+    t.freed_bytes = s->freed_bytes;
+    t.lifetime_ticks_sum = s->lifetime_ticks_sum;
+    t.lifetime_ns_sum = s->lifetime_ns_sum;
+    t.freed_together = s->freed_together;
+    t.stack_like = s->stack_like;
+    t.remote_frees = s->remote_frees;
+    t.aligned = s->aligned;
+    t.reallocs = s->reallocs;
+    t.realloc_moves = s->realloc_moves;
+    t.realloc_chain_max = s->realloc_chain_max;
+    t.glibc_ns = (uint64_t)s->glibc_time; /* clock units, two's complement until finish_site */
+    t.glibc_samples = s->glibc_samples;
+    memcpy(t.hist_ticks, s->hist_ticks, sizeof t.hist_ticks);
+    memcpy(t.hist_ns, s->hist_ns, sizeof t.hist_ns);
+    mra_site_stats_add(m, &t);
     for (uint32_t i = 0; i < l->nsz; i++) {
         uint32_t j;
         for (j = 0; j < g->mg->nmsz; j++)
@@ -2113,7 +2107,7 @@ static void flush_all(bool closing)
 {
     tls_guard++;
     int e = errno;
-    uint64_t end_ns = mono_ns();
+    uint64_t end_ns = mra_mono_ns();
     pthread_mutex_lock(&g_merge_mu);
     pthread_mutex_lock(&g_list_mu);
     for (struct tstate *ts = g_threads; ts; ts = ts->next) {
@@ -2390,7 +2384,7 @@ __attribute__((constructor(101))) static void rec_init(void)
             g_stack_mode = STACK_RA;
     }
     const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
-    uint64_t sec = mono_ns() ^ (uint64_t)getpid() << 32;
+    uint64_t sec = mra_mono_ns() ^ (uint64_t)getpid() << 32;
     if (rnd) {
         uint64_t r[2];
         memcpy(r, rnd, sizeof r);
@@ -2436,7 +2430,7 @@ __attribute__((constructor(101))) static void rec_init(void)
     _Unwind_Backtrace(noop_cb, NULL); /* libgcc's own set-up, here */
     clock_calibrate();
     timer_calibrate();
-    g_start_ns = mono_ns();
+    g_start_ns = mra_mono_ns();
     atomic_compare_exchange_strong(&g_state, &expect, ST_REC);
 out:
     errno = e;
