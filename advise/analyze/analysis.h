@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/analyze/analysis.h -- memres-advise's parts: the profile read back
- * (profile.c), the progress line (progress.c), frames resolved to
- * symbols (symbols.c), sites folded and
- * judged (analyze.c), the per-operation costs of this machine
- * (calibrate.c), the reports (report.c: text and JSON; svg.c), the replay
- * of a trace (replay.c) and the driver (main.c). */
+/* advise/analyze/analysis.h -- memres-advise's parts, as the driver
+ * (main.c) runs them: the progress line (progress.c), the profile read
+ * back (profile.c), frames resolved to symbols (symbols.c), sites folded
+ * (fold.c), judged (judge.c: the rules, their thresholds) and handed on
+ * (analyze.c), the per-operation costs of this machine (calibrate.c), the
+ * reports (report.c: text and JSON; svg.c), the trace's plan chunk and
+ * its decoding (trace.c, with tables.c and trace.h) and its replay
+ * (replay.c).  The recorder's side is advise/record/; what both share,
+ * advise/common/. */
 #ifndef MEMRES_ADVISE_ANALYSIS_H
 #define MEMRES_ADVISE_ANALYSIS_H
 
@@ -112,7 +115,7 @@ int mra_costs_get(struct mra_costs *c, bool quiet);
 int mra_costs_measure(struct mra_costs *c);
 unsigned mra_cost_class(uint64_t size);
 
-/* ---- the analysis (analyze.c) ---- */
+/* ---- the analysis (analyze.c; the rules and their options: judge.c) ---- */
 
 enum mra_rec { MRA_NONE, MRA_ARENA, MRA_ARENA_REWIND, MRA_OBJPOOL, MRA_POOLS, MRA_RECS };
 
@@ -205,7 +208,7 @@ void mra_report_text(FILE *f, const struct mra_analysis *a);
 void mra_report_json(FILE *f, const struct mra_analysis *a);
 void mra_report_svg(FILE *f, const struct mra_analysis *a);
 
-/* ---- the trace and its replay (replay.c) ---- */
+/* ---- the trace: its plan chunk (trace.c) and its replay (replay.c) ---- */
 
 /* Appends the plan chunk (format.h) for a's recommended sites to the trace
  * at path.  0, or -1 with a message. */
