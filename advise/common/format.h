@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/format.h -- what the recorder (libmemres-advise-recorder.so,
- * advise/recorder.c) hands to memres-advise: the profile, written once when
+/* advise/common/format.h -- what the recorder (libmemres-advise-recorder.so,
+ * advise/record/) hands to memres-advise: the profile, written once when
  * the profiled process exits, and the optional trace, the compact event
  * stream that `memres-advise replay` replays.  Both are native-endian files
  * read back on the machine that wrote them.
@@ -161,7 +161,7 @@ struct mra_trace_chunk {
  * --trace, one chunk whose thread is MRA_TRACE_PLAN.  Its events are
  * varints: the number of entries, then per entry the raw site id (the
  * profile's mra_site_stats.id), the recommendation (enum mra_rec in
- * advise/analysis.h), flags (1: thread-safe pools), the report's site
+ * advise/analyze/analysis.h), flags (1: thread-safe pools), the report's site
  * number and the predicted saving in ns.  Raw sites without an entry stay
  * on malloc in the replay. */
 #define MRA_TRACE_PLAN 0xffffffffu

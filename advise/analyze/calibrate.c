@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/calibrate.c -- what an allocation costs on this machine: glibc
+/* advise/analyze/calibrate.c -- what an allocation costs on this machine: glibc
  * malloc/free under the four patterns of analysis.h, and the memres
  * allocators that would replace it, in ns per allocation (its free, reset
  * or rewind included), by log2 size class.
@@ -21,6 +21,7 @@
  * MEMRES_ADVISE_COSTS=FILE takes the costs of FILE instead.  Without a
  * writable home the costs are measured and not cached. */
 #include "analysis.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -64,23 +65,7 @@ unsigned mra_cost_class(uint64_t size)
     return c < MRA_COST_CLASSES ? c : MRA_COST_CLASSES - 1;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Writes p as a program would: one byte a page. */
-/* This thread's CPU time: what a cell costs, whatever else runs on the
- * machine (the wall clock only says when a cell has run long enough). */
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline void touch(void *p, size_t size)
 {
     volatile unsigned char *b = p;
@@ -142,22 +127,24 @@ static void cell_init(struct cell *c)
     c->warm = true;
 }
 
-/* After a round of n operations: whether to run another. */
+/* After a round of n operations: whether to run another.  A cell costs
+ * this thread's CPU time, whatever else runs on the machine; the wall
+ * clock only says when it has run long enough. */
 static bool cell_round(struct cell *c, uint64_t n)
 {
     if (c->warm) {
         c->warm = false;
-        c->t0 = now_ns();
-        c->c0 = cpu_ns();
+        c->t0 = mra_mono_ns();
+        c->c0 = mra_cpu_ns();
         return true;
     }
     c->ops += n;
-    return now_ns() - c->t0 < CELL_NS;
+    return mra_mono_ns() - c->t0 < CELL_NS;
 }
 
 static double cell_result(const struct cell *c)
 {
-    return (double)(cpu_ns() - c->c0) / (double)c->ops;
+    return (double)(mra_cpu_ns() - c->c0) / (double)c->ops;
 }
 
 /* The stack-like pattern: up to STACK_DEPTH objects deep, at most
@@ -365,14 +352,14 @@ static void *remote_freer(void *arg)
         if (r->turn == 2)
             break;
         pthread_mutex_unlock(&r->mu);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = mra_mono_ns();
         if (r->pools)
             for (size_t i = 0; i < r->n; i++)
                 mr_pools_free(r->pools, r->v[i], r->size, 16);
         else
             for (size_t i = 0; i < r->n; i++)
                 free(r->v[i]);
-        r->free_ns += now_ns() - t0;
+        r->free_ns += mra_mono_ns() - t0;
         pthread_mutex_lock(&r->mu);
         r->turn = 0;
         pthread_cond_broadcast(&r->cv);
@@ -407,12 +394,12 @@ static double run_remote(size_t size, void **v, bool pools)
      * (the two threads take turns) */
     for (int b = 0;; b++) {
         if (b == 1) {
-            start = now_ns();
+            start = mra_mono_ns();
             alloc_ns = ops = 0;
             r.free_ns = 0; /* the freer is waiting: its turn is over */
-        } else if (b > 1 && now_ns() - start >= 2 * CELL_NS)
+        } else if (b > 1 && mra_mono_ns() - start >= 2 * CELL_NS)
             break;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = mra_mono_ns();
         if (r.pools)
             for (size_t i = 0; i < r.n; i++) {
                 v[i] = mr_pools_alloc(r.pools, size, 16);
@@ -423,7 +410,7 @@ static double run_remote(size_t size, void **v, bool pools)
                 v[i] = malloc(size);
                 touch(v[i], size);
             }
-        alloc_ns += now_ns() - t0;
+        alloc_ns += mra_mono_ns() - t0;
         ops += r.n;
         pthread_mutex_lock(&r.mu);
         r.turn = 1;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/report.c -- the text report (top --top sites) and the JSON one
+/* advise/analyze/report.c -- the text report (top --top sites) and the JSON one
  * (every site the analysis hands on; DESIGN.md's fields, "version": 1,
  * plus the figures behind each rule). */
 #include <math.h>

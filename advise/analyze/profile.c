@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/profile.c -- the profile the recorder writes at exit (format.h),
+/* advise/analyze/profile.c -- the profile the recorder writes at exit (format.h),
  * read back: header, modules, sites.  Every count in the file is checked
  * against the file's size before anything is allocated for it, so a
  * truncated or corrupt file fails with a message instead of a huge

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/svg.c -- the report as a picture: a self-contained SVG (no script,
+/* advise/analyze/svg.c -- the report as a picture: a self-contained SVG (no script,
  * no external font or stylesheet; tooltips are <title> elements).
  *   top:    the top sites as horizontal bars of predicted saving (ms and
  *           share of the run), coloured by recommendation, each labelled

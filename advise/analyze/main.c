@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/main.c -- memres-advise, the driver:
+/* advise/analyze/main.c -- memres-advise, the driver:
  *
  *   memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]
  *                 [--depth N] [--top N] [--wrapper NAME]... -- PROGRAM [ARGS...]
@@ -19,7 +19,10 @@
  * The recorder: $MEMRES_ADVISE_RECORDER, else libmemres-advise-recorder.so
  * beside the executable (the build tree), else in ../lib/<multiarch>,
  * ../lib64 or ../lib relative to it (an installed tree moved elsewhere),
- * else in MEMRES_ADVISE_LIBDIR (where it was installed). */
+ * else in MEMRES_ADVISE_LIBDIR (where it was installed).
+ *
+ * The driver sits in analyze/ beside the parts it runs (analysis.h); the
+ * recorder it preloads is advise/record/. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

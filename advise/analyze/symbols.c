@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/symbols.c -- the profile's frames resolved with elfutils' libdwfl.
+/* advise/analyze/symbols.c -- the profile's frames resolved with elfutils' libdwfl.
  *
  * Each module the recorder saw (dl_iterate_phdr at exit and at every
  * dlopen) is reported to a Dwfl of its own at its load bias, opened the

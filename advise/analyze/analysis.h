@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/analysis.h -- memres-advise's parts: the profile read back
- * (profile.c), frames resolved to symbols (symbols.c), sites folded and
- * judged (analyze.c), the per-operation costs of this machine
- * (calibrate.c), the reports (report.c: text and JSON; svg.c), the replay
- * of a trace (replay.c) and the driver (main.c). */
+/* advise/analyze/analysis.h -- memres-advise's parts, as the driver
+ * (main.c) runs them: the progress line (progress.c), the profile read
+ * back (profile.c), frames resolved to symbols (symbols.c), sites folded
+ * (fold.c), judged (judge.c: the rules, their thresholds) and handed on
+ * (analyze.c), the per-operation costs of this machine (calibrate.c), the
+ * reports (report.c: text and JSON; svg.c), the trace's plan chunk and
+ * its decoding (trace.c, with tables.c and trace.h) and its replay
+ * (replay.c).  The recorder's side is advise/record/; what both share,
+ * advise/common/. */
 #ifndef MEMRES_ADVISE_ANALYSIS_H
 #define MEMRES_ADVISE_ANALYSIS_H
 
@@ -13,6 +17,15 @@
 #include <stdio.h>
 
 #include "format.h"
+
+/* ---- the progress line on stderr (progress.c) ---- */
+
+/* Enabled by the driver; on a terminal updated in place after half a
+ * second, elsewhere one line per stage once the analysis has run a second;
+ * mra_progress_end clears it. */
+void mra_progress_enable(bool on);
+void mra_progress(const char *stage, size_t done, size_t total);
+void mra_progress_end(void);
 
 /* ---- the profile as written (profile.c) ---- */
 
@@ -102,7 +115,7 @@ int mra_costs_get(struct mra_costs *c, bool quiet);
 int mra_costs_measure(struct mra_costs *c);
 unsigned mra_cost_class(uint64_t size);
 
-/* ---- the analysis (analyze.c) ---- */
+/* ---- the analysis (analyze.c; the rules and their options: judge.c) ---- */
 
 enum mra_rec { MRA_NONE, MRA_ARENA, MRA_ARENA_REWIND, MRA_OBJPOOL, MRA_POOLS, MRA_RECS };
 
@@ -188,12 +201,6 @@ void mra_analysis_free(struct mra_analysis *a);
 /* The q-quantile (0..1) of a lifetime histogram (format.h's log2 buckets,
  * linear inside a bucket). */
 double mra_hist_quantile(const uint64_t hist[MRA_HIST], double q);
-/* The progress line on stderr (analyze.c): enabled by the driver; on a
- * terminal updated in place after half a second, elsewhere one line per
- * stage once the analysis has run a second; mra_progress_end clears it. */
-void mra_progress_enable(bool on);
-void mra_progress(const char *stage, size_t done, size_t total);
-void mra_progress_end(void);
 
 /* ---- reports (report.c, svg.c) ---- */
 
@@ -201,7 +208,7 @@ void mra_report_text(FILE *f, const struct mra_analysis *a);
 void mra_report_json(FILE *f, const struct mra_analysis *a);
 void mra_report_svg(FILE *f, const struct mra_analysis *a);
 
-/* ---- the trace and its replay (replay.c) ---- */
+/* ---- the trace: its plan chunk (trace.c) and its replay (replay.c) ---- */
 
 /* Appends the plan chunk (format.h) for a's recommended sites to the trace
  * at path.  0, or -1 with a message. */

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/analyze/analyze.c -- raw call stacks turned into sites, and sites into
+ * advice.
+ *
+ * Per raw site (one distinct recorded stack):
+ *   1. its frames are symbolized, each return address expanded into its
+ *      chain of inlined calls (innermost first);
+ *   2. leading wrapper frames are folded: the built-in names below, the
+ *      --wrapper names, and any frame in libc or the dynamic loader (and
+ *      the recorder), so the site starts at the wrapper's caller;
+ *   3. recursion is collapsed: a function met again further out closes a
+ *      loop (direct recursion, or mutual recursion of any period), which
+ *      is dropped, the function's innermost frame kept: a recursive
+ *      builder whose two recursive calls interleave on the stack, or a
+ *      recursive-descent parser, is one site whatever the depth;
+ *   4. the stack is cut to --depth frames; raw sites that become equal are
+ *      merged (counts, bytes, histograms and sizes added up; a merged
+ *      site's peaks -- peak_live_objects, peak_live_bytes, arena_peak_bytes
+ *      -- are the SUM of its raw sites' peaks: an upper bound, exact when
+ *      their objects were live at the same time; realloc_chain_max and
+ *      alloc_threads are the max: lower bounds);
+ *   5. a site whose recorded stack was cut by the recording depth (all
+ *      slots used) and that folded to fewer than --depth frames is merged
+ *      into the one site that extends it, when exactly one does.
+ * Then each site is judged by rules whose thresholds are in mra_thresholds
+ * (mra_options_default says why each default is what it is), costed with
+ * this machine's per-operation costs, and sorted.  Steps 1 to 5 are
+ * fold.c's, the rules judge.c's; this file runs them and hands the sites
+ * on. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sites.h"
+
+static const struct msite *sort_ms;
+
+static int cmp_order(const void *a, const void *b)
+{
+    const struct msite *x = &sort_ms[*(const size_t *)a], *y = &sort_ms[*(const size_t *)b];
+    if (x->saving != y->saving)
+        return x->saving > y->saving ? -1 : 1;
+    if (x->s.bytes != y->s.bytes)
+        return x->s.bytes > y->s.bytes ? -1 : 1;
+    if (x->s.allocations != y->s.allocations)
+        return x->s.allocations > y->s.allocations ? -1 : 1;
+    return x->raw[0] < y->raw[0] ? -1 : x->raw[0] > y->raw[0];
+}
+
+int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const struct mra_costs *c,
+                const struct mra_options *o, struct mra_analysis *a)
+{
+    memset(a, 0, sizeof *a);
+    a->h = p->h;
+    /* The program's own time: the recorded run less the recorder's time in
+     * its hooks (never below a tenth of the recorded run: the sample is an
+     * estimate). */
+    double rec = p->h.end_ns > p->h.start_ns ? (double)(p->h.end_ns - p->h.start_ns) : 0;
+    a->recorded_ns = rec;
+    a->program_ns = rec - (double)p->h.recorder_ns;
+    if (a->program_ns < rec / 10)
+        a->program_ns = rec / 10;
+    a->costs = *c;
+    a->opts = *o;
+    if (a->opts.depth == 0)
+        a->opts.depth = 1;
+    if (a->opts.depth > MRA_MAX_DEPTH)
+        a->opts.depth = MRA_MAX_DEPTH;
+    o = &a->opts;
+
+    struct work w = { 0 };
+    for (size_t i = 0; i < p->nsites; i++) {
+        if (mra_fold_raw(&w, &p->sites[i], p->h.depth, sym, o) != 0)
+            goto nomem;
+        if ((i & 4095) == 4095)
+            mra_progress("sites", i + 1, p->nsites);
+    }
+    if (mra_fold_cut(&w) != 0)
+        goto nomem;
+
+    size_t live = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        if (w.ms[i].dead)
+            continue;
+        if (mra_judge(&w.ms[i], a, c, &o->th) != 0)
+            goto nomem;
+        live++;
+        if ((i & 4095) == 4095)
+            mra_progress("rules", i + 1, w.n);
+    }
+    if (mra_behind_functions(&w, a, c, &o->th) != 0)
+        goto nomem;
+    size_t *idx = malloc((live ? live : 1) * sizeof *idx);
+    if (!idx)
+        goto nomem;
+    size_t k = 0, nrec = 0;
+    for (size_t i = 0; i < w.n; i++)
+        if (!w.ms[i].dead) {
+            idx[k++] = i;
+            nrec += w.ms[i].rec != MRA_NONE;
+            if (w.ms[i].rec != MRA_NONE)
+                a->total_saving_ns += w.ms[i].saving;
+        }
+    sort_ms = w.ms;
+    qsort(idx, live, sizeof *idx, cmp_order);
+
+    /* The sites handed on: every recommended one, and the others down to
+     * at least --top and 4096 in all (a program with a hundred thousand
+     * call stacks would otherwise cost 4 KiB each). */
+    size_t keep = nrec;
+    if (keep < o->top)
+        keep = o->top;
+    if (keep < 4096)
+        keep = 4096;
+    if (keep > live)
+        keep = live;
+    a->nsites_total = live;
+    a->sites = calloc(keep ? keep : 1, sizeof *a->sites);
+    if (!a->sites) {
+        free(idx);
+        goto nomem;
+    }
+    for (size_t i = 0; i < keep; i++) {
+        struct msite *m = &w.ms[idx[i]];
+        struct mra_site *s = &a->sites[i];
+        s->id = (unsigned)(i + 1);
+        s->nframes = m->nfr;
+        for (unsigned f = 0; f < m->nfr; f++)
+            s->frames[f] = *w.fpool[m->fr + f];
+        s->s = m->s;
+        s->raw_ids = m->raw;
+        s->nraw = m->nraw;
+        m->raw = NULL;
+        s->rec = m->rec;
+        s->thread_safe = m->thread_safe;
+        s->pattern = m->pattern;
+        snprintf(s->reason, sizeof s->reason, "%s", m->reason);
+        s->predicted_saving_ns = m->saving;
+        s->memory_delta_bytes = m->mem_delta;
+        s->retention_warning = m->retention;
+        mra_sketch(m, s->sketch, &o->th);
+        a->nsites++;
+    }
+    /* folded names, kept apart from the work */
+    a->folded = calloc(w.nfolded ? w.nfolded : 1, sizeof *a->folded);
+    if (!a->folded) {
+        free(idx);
+        goto nomem;
+    }
+    if (w.nfolded)
+        memcpy(a->folded, w.folded, w.nfolded * sizeof *a->folded);
+    a->nfolded = w.nfolded;
+    free(idx);
+    /* the raw lists not handed on */
+    mra_work_free(&w);
+    return 0;
+
+nomem:
+    mra_work_free(&w);
+    mra_analysis_free(a);
+    fprintf(stderr, "memres-advise: out of memory in the analysis\n");
+    return -1;
+}
+
+void mra_analysis_free(struct mra_analysis *a)
+{
+    if (a->sites)
+        for (size_t i = 0; i < a->nsites; i++)
+            free(a->sites[i].raw_ids);
+    free(a->sites);
+    free(a->folded);
+    a->sites = NULL;
+    a->folded = NULL;
+    a->nsites = a->nfolded = 0;
+}
+
+/* ---- figures for the reports ---- */
+
+double mra_hist_quantile(const uint64_t hist[MRA_HIST], double q)
+{
+    uint64_t total = 0;
+    for (unsigned b = 0; b < MRA_HIST; b++)
+        total += hist[b];
+    if (!total)
+        return 0;
+    double want = q * (double)total, cum = 0;
+    for (unsigned b = 0; b < MRA_HIST; b++) {
+        if (!hist[b])
+            continue;
+        if (cum + (double)hist[b] >= want) {
+            if (b == 0)
+                return 0;
+            double lo = exp2((double)b - 1), hi = exp2((double)b);
+            double f = (want - cum) / (double)hist[b];
+            return lo + f * (hi - lo);
+        }
+        cum += (double)hist[b];
+    }
+    return exp2((double)MRA_HIST - 1);
+}

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/analyze/judge.c -- the rules of the analysis (analyze.c) and
+ * their thresholds: each merged site judged (arena, arena-rewind, objpool,
+ * pools or none, and why), its saving costed with this machine's
+ * per-operation costs (calibrate.c) and its memory estimated; the sketch
+ * of the memres calls that would replace its malloc and free; the pools
+ * behind a function that many sites reach malloc from. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sites.h"
+
+/* ---- options ---- */
+
+const char *mra_rec_name(enum mra_rec r)
+{
+    switch (r) {
+    case MRA_ARENA: return "arena";
+    case MRA_ARENA_REWIND: return "arena-rewind";
+    case MRA_OBJPOOL: return "objpool";
+    case MRA_POOLS: return "pools";
+    default: return "none";
+    }
+}
+
+void mra_options_default(struct mra_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->depth = 4;
+    o->top = 10;
+    o->progress = true;
+    /* Fewer allocations cannot save a measurable time: at the tens of ns a
+     * malloc/free pair costs, 1000 of them are tens of microseconds. */
+    o->th.min_allocations = 1000;
+    /* The accuracy target: nothing is recommended whose saving is below
+     * 2% of the run. */
+    o->th.min_share = 0.02;
+    /* Of a site's objects, 80% freed together or never freed: in bursts
+     * (two or more frees of the site's group with no allocation between)
+     * that leave no younger object of the group live, as an arena reset
+     * would.  Whole trees and per-request temporaries score 0.86-1.0
+     * (kat_trees, kat_request), allocations and frees at random 0.1
+     * (kat_churn), a collector's sweeps, which keep young objects, 0.1
+     * (Lua 5.4), objects freed right after their allocation 0. */
+    o->th.together_share = 0.8;
+    /* Mark/rewind needs nearly every free to be of the youngest live
+     * object: a few out-of-order frees only delay memory's reuse. */
+    o->th.stack_share = 0.8;
+    /* One size for 90% of the allocations: a pool of that size serves
+     * them; the rest stays on malloc or goes to pools. */
+    o->th.dominant_size_share = 0.9;
+    /* A page: small objects are where malloc's per-call cost dominates,
+     * and where class rounding costs little memory. */
+    o->th.max_small_size = 4096;
+    /* More than 5% freed by another thread: the pool must be thread-safe. */
+    o->th.remote_share = 0.05;
+    /* Nine objects in ten alive at exit: the site's objects live as long
+     * as the program, an arena never reset serves them. */
+    o->th.at_exit_share = 0.9;
+    /* An arena holding twice what is live (Berger, Zorn, McKinley 2002:
+     * regions can bloat) is worth a warning. */
+    o->th.retention_warn = 2.0;
+}
+
+/* ---- judging ---- */
+
+static double share(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0.0;
+}
+
+/* The bytes glibc's malloc holds for a request of n bytes: 8 bytes of
+ * header, rounded to 16, at least 32. */
+static double malloc_chunk(double n)
+{
+    double c = ceil((n + 8) / 16) * 16;
+    return c < 32 ? 32 : c;
+}
+
+/* The block memres' size-class pools give a request (memres/pools.h). */
+static double pools_block(double n, bool ts)
+{
+    if (n < 8)
+        n = 8;
+    if (ts && n < 16)
+        n = 16;
+    if (n <= 256)
+        return ceil(n / 8) * 8;
+    double p = exp2(floor(log2(n - 1)));
+    double step = p / 8;
+    return ceil(n / step) * step;
+}
+
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dupf(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return strdup(buf);
+}
+
+static const double *memres_costs(const struct mra_costs *c, enum mra_rec r, bool ts)
+{
+    switch (r) {
+    case MRA_ARENA: return c->arena;
+    case MRA_ARENA_REWIND: return c->arena_rewind;
+    case MRA_OBJPOOL: return ts ? c->pools_ts : c->objpool;
+    case MRA_POOLS: return ts ? c->pools_ts : c->pools;
+    default: return NULL;
+    }
+}
+
+/* glibc's cost of a pair at class cl in the pattern.  Freed together, the
+ * first cohort (the most the site held between two moments of nothing
+ * live) costs what a batch costs with its memory kept; the repeats what a
+ * repeated batch costs, which glibc may have trimmed and faults in again. */
+static double glibc_cost(const struct mra_site_stats *s, const struct mra_costs *c, enum mra_pattern pat,
+                         unsigned cl)
+{
+    if (pat != MRA_PAT_BATCH || !(c->glibc_batch_kept[cl] > 0) || s->bytes == 0)
+        return c->glibc[pat][cl];
+    double repeated = 1 - (double)s->arena_peak_bytes / (double)s->bytes;
+    if (repeated < 0)
+        repeated = 0;
+    /* never above the repeated batch's cost: below the trim threshold the
+     * two are one cost measured twice */
+    double kept = fmin(c->glibc_batch_kept[cl], c->glibc[pat][cl]);
+    return kept + repeated * (c->glibc[pat][cl] - kept);
+}
+
+/* The predicted saving of serving m's allocations from r instead of
+ * glibc: per size in the site's table, count x glibc's cost of the
+ * pattern at the size's class, the sizes not in the table at their mean,
+ * never-freed objects less half of glibc's pair each (the program never
+ * paid their free); less memres' cost of the same allocations.  (The
+ * run's own timed samples of glibc, which the report shows beside it, are
+ * not used: under the recorder glibc serves blocks 32 bytes larger in a
+ * working set the recorder shares, and on the known-answer programs they
+ * came to 0.2x-5x the measured saving, where the calibration came to
+ * 0.04x-1.1x, never above.) */
+static double saving_of(const struct msite *m, const struct mra_costs *c, enum mra_rec r, bool ts,
+                        enum mra_pattern pat)
+{
+    const double *mc = memres_costs(c, r, ts);
+    if (!mc)
+        return 0;
+    const struct mra_site_stats *s = &m->s;
+    double glibc = 0, memres = 0, counted = 0, counted_bytes = 0;
+    for (unsigned i = 0; i < s->nsizes; i++) {
+        unsigned cl = mra_cost_class(s->sizes[i].size);
+        if (cl >= MRA_COST_CLASSES)
+            cl = MRA_COST_CLASSES - 1;
+        glibc += (double)s->sizes[i].count * glibc_cost(s, c, pat, cl);
+        memres += (double)s->sizes[i].count * mc[cl];
+        counted += (double)s->sizes[i].count;
+        counted_bytes += (double)s->sizes[i].count * (double)s->sizes[i].size;
+    }
+    double rest = (double)s->allocations - counted;
+    if (rest > 0.5) {
+        double mean = ((double)s->bytes - counted_bytes) / rest;
+        if (mean < 0)
+            mean = (double)s->bytes / (double)s->allocations;
+        unsigned cl = mra_cost_class((uint64_t)mean);
+        if (cl >= MRA_COST_CLASSES)
+            cl = MRA_COST_CLASSES - 1;
+        glibc += rest * glibc_cost(s, c, pat, cl);
+        memres += rest * mc[cl];
+    }
+    if (s->allocations && s->live_objects) {
+        double mean = (double)s->bytes / (double)s->allocations;
+        unsigned cl = mra_cost_class((uint64_t)mean);
+        if (cl >= MRA_COST_CLASSES)
+            cl = MRA_COST_CLASSES - 1;
+        glibc -= (double)s->live_objects * 0.5 * glibc_cost(s, c, pat, cl);
+    }
+    return glibc - memres;
+}
+
+static void judge_site(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
+                  const struct mra_thresholds *th)
+{
+    const struct mra_site_stats *s = &m->s;
+    double n = (double)s->allocations;
+    double never = share(s->live_objects, s->allocations);
+    double together = share(s->freed_together + s->live_objects, s->allocations);
+    double stack = share(s->stack_like, s->frees);
+    double remote = share(s->remote_frees, s->frees);
+    double dominant = s->nsizes ? share(s->sizes[0].count, s->allocations) : 0;
+    uint64_t dsize = s->nsizes ? s->sizes[0].size : 0;
+    double mean = n > 0 ? (double)s->bytes / n : 0;
+    char rule[400];
+    enum mra_rec r = MRA_NONE;
+    bool ts = remote >= th->remote_share && s->remote_frees > 0;
+    char thr[64] = "";
+    if (s->alloc_threads > 1)
+        snprintf(thr, sizeof thr, "; allocated by %llu threads: one per thread",
+                 (unsigned long long)s->alloc_threads);
+
+    m->pattern = stack >= th->stack_share ? MRA_PAT_LIFO
+                 : together >= th->together_share ? MRA_PAT_BATCH
+                 : ts ? MRA_PAT_REMOTE
+                      : MRA_PAT_RANDOM;
+    char how[200];
+    if (ts)
+        snprintf(how, sizeof how,
+                 "thread-safe: %.1f%% freed by another thread (remote_share >= %.0f%%: no arena)", 100 * remote,
+                 100 * th->remote_share);
+    else
+        snprintf(how, sizeof how, "freed one by one (%.1f%% together < %.0f%%, %.1f%% stack-like < %.0f%%)",
+                 100 * together, 100 * th->together_share, 100 * stack, 100 * th->stack_share);
+    m->rec = MRA_NONE;
+    m->saving = 0;
+    m->mem_delta = 0;
+    m->retention = false;
+    m->thread_safe = false;
+
+    if (s->allocations < th->min_allocations) {
+        m->reason = dupf("none: %llu allocations, fewer than min_allocations %llu",
+                         (unsigned long long)s->allocations, (unsigned long long)th->min_allocations);
+        return;
+    }
+    if (!ts && never >= th->at_exit_share) {
+        r = MRA_ARENA;
+        snprintf(rule, sizeof rule, "%.1f%% never freed (at_exit_share >= %.0f%%): one arena, never reset%s",
+                 100 * never, 100 * th->at_exit_share, thr);
+    } else if (!ts && s->frees > 0 && stack >= th->stack_share) {
+        r = MRA_ARENA_REWIND;
+        snprintf(rule, sizeof rule,
+                 "%.1f%% of frees free the site's youngest live object (stack_share >= %.0f%%): mark before, "
+                 "rewind where they are freed%s",
+                 100 * stack, 100 * th->stack_share, thr);
+    } else if (!ts && together >= th->together_share) {
+        r = MRA_ARENA;
+        snprintf(rule, sizeof rule,
+                 "%.1f%% freed together (in bursts that leave nothing younger of the site live) or never freed (%.1f%% never freed; "
+                 "together_share >= %.0f%%): reset the arena where the burst frees%s",
+                 100 * together, 100 * never, 100 * th->together_share, thr);
+    } else if (dominant >= th->dominant_size_share && dsize <= th->max_small_size) {
+        r = MRA_OBJPOOL;
+        m->thread_safe = ts;
+        snprintf(rule, sizeof rule,
+                 "%.1f%% of allocations are %llu bytes (dominant_size_share >= %.0f%%, <= max_small_size %llu), %s",
+                 100 * dominant, (unsigned long long)dsize, 100 * th->dominant_size_share,
+                 (unsigned long long)th->max_small_size, how);
+    } else if (s->max_size <= th->max_small_size) {
+        r = MRA_POOLS;
+        m->thread_safe = ts;
+        snprintf(rule, sizeof rule,
+                 "%s%llu..%llu bytes (<= max_small_size %llu), no size above %.0f%% (dominant_size_share), %s",
+                 s->sizes_overflow || s->nsizes > 1 ? "sizes " : "size ", (unsigned long long)s->min_size,
+                 (unsigned long long)s->max_size, (unsigned long long)th->max_small_size,
+                 100 * th->dominant_size_share, how);
+    } else {
+        m->reason = dupf("none: sizes up to %llu bytes (above max_small_size %llu), %s",
+                         (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, how);
+        return;
+    }
+    if (ts)
+        m->pattern = MRA_PAT_REMOTE;
+
+    double save = saving_of(m, c, r, m->thread_safe, m->pattern);
+    double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
+    const char *name = r == MRA_POOLS && m->thread_safe ? "pools (thread-safe)"
+                       : r == MRA_OBJPOOL && m->thread_safe ? "objpool (thread-safe)"
+                                                            : mra_rec_name(r);
+    static const char *const patname[] = { "stack-like", "freed together", "random order", "remote" };
+    if (c->glibc[m->pattern][MRA_COST_CLASSES / 2] <= 0) {
+        m->reason = dupf("none: would be %s (%s), but there are no costs of this machine to predict a saving",
+                         name, rule);
+        m->thread_safe = false;
+        return;
+    }
+    if (save <= 0) {
+        m->reason = dupf("none: would be %s (%s), but memres is not faster for this pattern here "
+                         "(%s, glibc vs memres costs of this machine: %.1f ms lost)",
+                         name, rule, patname[m->pattern], -save / 1e6);
+        m->thread_safe = false;
+        return;
+    }
+    if (save < th->min_share * prog_ns) {
+        m->reason = dupf("none: would be %s (%s), but it saves %.2f ms, %.2f%% of the run (below min_share %g%%)",
+                         name, rule, save / 1e6, 100 * save / prog_ns, 100 * th->min_share);
+        m->thread_safe = false;
+        return;
+    }
+    m->rec = r;
+    m->saving = save;
+    m->reason = dupf("%s: %s; %llu allocations (>= %llu), saves %.2f ms = %.1f%% of the run (>= %g%%), "
+                     "glibc costed as %s",
+                     name, rule, (unsigned long long)s->allocations, (unsigned long long)th->min_allocations,
+                     save / 1e6, 100 * save / prog_ns, 100 * th->min_share, patname[m->pattern]);
+
+    /* memory: what the plan holds at its peak minus what malloc held */
+    double objs = (double)s->peak_live_objects;
+    double peak = (double)s->peak_live_bytes;
+    double held_malloc = objs * malloc_chunk(mean);
+    double align_slack = objs * (ceil(mean / 16) * 16 - mean);
+    switch (r) {
+    case MRA_ARENA:
+        m->mem_delta = (int64_t)((double)s->arena_peak_bytes + align_slack - held_malloc);
+        break;
+    case MRA_ARENA_REWIND:
+        m->mem_delta = (int64_t)(peak + align_slack - held_malloc);
+        break;
+    case MRA_OBJPOOL: {
+        double osz = ceil((double)dsize / 8) * 8;
+        if (osz < (m->thread_safe ? 16 : 8))
+            osz = m->thread_safe ? 16 : 8;
+        /* half a block of 1024 objects, on average, carved but unused */
+        m->mem_delta = (int64_t)(objs * osz + 512 * osz - held_malloc);
+        break;
+    }
+    case MRA_POOLS:
+        m->mem_delta = (int64_t)(objs * pools_block(mean, m->thread_safe) - held_malloc);
+        break;
+    default:
+        break;
+    }
+    if (r == MRA_ARENA) {
+        double ap = (double)s->arena_peak_bytes;
+        double site_peak = peak > 0 ? peak : 1;
+        if (ap > th->retention_warn * site_peak || ap > th->retention_warn * (double)a->h.peak_live_bytes)
+            m->retention = true;
+    }
+}
+
+/* Judges m (a live merged site): its recommendation, saving, reason and
+ * memory.  0, or -1 out of memory. */
+int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
+              const struct mra_thresholds *th)
+{
+    judge_site(m, a, c, th);
+    if (!m->reason)
+        return -1;
+    if (m->unresolved) {
+        char *r2 = dupf("%s; every recorded frame is a wrapper or in libc: the caller is beyond the recorded depth, or the recorder could not unwind", m->reason);
+        if (!r2)
+            return -1;
+        free(m->reason);
+        m->reason = r2;
+    }
+    return 0;
+}
+
+void mra_sketch(const struct msite *m, char sk[2][160], const struct mra_thresholds *th)
+{
+    const struct mra_site_stats *s = &m->s;
+    bool re = s->reallocs > 0;
+    uint64_t dsize = s->nsizes ? s->sizes[0].size : 0;
+    double never = share(s->live_objects, s->allocations);
+    switch (m->rec) {
+    case MRA_ARENA:
+        snprintf(sk[0], 160, "mr_arena *a = mr_arena_create(NULL);  p = %s;",
+                 re ? "mr_arena_alloc(a, n) /* realloc: mr_arena_realloc(a, p, old, n) */" : "mr_arena_alloc(a, n)");
+        if (never >= th->at_exit_share)
+            snprintf(sk[1], 160, "/* no free(p) */  mr_arena_destroy(a);  at exit, or never");
+        else
+            snprintf(sk[1], 160, "mr_arena_reset(a);  where the burst of free(p) was (one arena per structure)");
+        break;
+    case MRA_ARENA_REWIND:
+        snprintf(sk[0], 160, "mr_arena_mark m = mr_arena_save(a);  p = mr_arena_alloc(a, n);");
+        snprintf(sk[1], 160, "mr_arena_rewind(a, m);  where free(p) was (newest first)");
+        break;
+    case MRA_OBJPOOL:
+        snprintf(sk[0], 160, "mr_objpool *op = mr_objpool_create(%llu, 16, %s);  p = mr_objpool_alloc(op);",
+                 (unsigned long long)dsize, m->thread_safe ? "&(mr_objpool_options){.thread_safe = true}" : "NULL");
+        snprintf(sk[1], 160, "mr_objpool_free(op, p);  where free(p) was (other sizes stay on malloc)");
+        break;
+    case MRA_POOLS:
+        snprintf(sk[0], 160, "mr_pools *ps = mr_pools_create(%s);  p = mr_pools_alloc(ps, n, 16);",
+                 m->thread_safe ? "&(mr_pools_options){.thread_safe = true}" : "NULL");
+        snprintf(sk[1], 160, "mr_pools_free(ps, p, n, 16);  where free(p) was (free needs the size)%s",
+                 re ? "; realloc: mr_pools_realloc(ps, p, old, n, 16)" : "");
+        break;
+    default:
+        snprintf(sk[0], 160, "p = malloc(n);  (stays on malloc)");
+        snprintf(sk[1], 160, "free(p);");
+        break;
+    }
+}
+
+/* One allocator behind a function: the sites whose allocations all reach
+ * malloc from one function (an allocation wrapper, as Lua's lua_Alloc or a
+ * program's xmalloc, or a function allocating at many lines of its callers'
+ * stacks), each below the 2% rule alone, together worth size-class pools
+ * behind that function.  The sites with sizes above max_small_size stay
+ * on malloc; at least 90% of the function's allocations must fit. */
+/* The function a frame is in: its interned name, else its address. */
+static uintptr_t function_key(const struct mra_frame *f)
+{
+    return f->function ? (uintptr_t)f->function : (uintptr_t)f->addr;
+}
+
+static const struct work *sort_fw;
+
+static int cmp_inner(const void *a, const void *b)
+{
+    const struct mra_frame *x = sort_fw->ms[*(const size_t *)a].inner;
+    const struct mra_frame *y = sort_fw->ms[*(const size_t *)b].inner;
+    uintptr_t mx = (uintptr_t)x->module, my = (uintptr_t)y->module;
+    if (mx != my)
+        return mx < my ? -1 : 1;
+    uintptr_t kx = function_key(x), ky = function_key(y);
+    return kx < ky ? -1 : kx > ky;
+}
+
+int mra_behind_functions(struct work *w, struct mra_analysis *a, const struct mra_costs *c,
+                            const struct mra_thresholds *th)
+{
+    double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
+    /* the live sites by the function that called malloc: one pass per group */
+    size_t *idx = malloc((w->n ? w->n : 1) * sizeof *idx);
+    if (!idx)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (!w->ms[i].dead && w->ms[i].inner)
+            idx[n++] = i;
+    sort_fw = w;
+    qsort(idx, n, sizeof *idx, cmp_inner);
+    for (size_t g = 0, e; g < n; g = e) {
+        const struct mra_frame *f0 = w->ms[idx[g]].inner;
+        for (e = g + 1; e < n && cmp_inner(&idx[e], &idx[g]) == 0; e++)
+            ;
+        size_t nsites = e - g, nfit = 0;
+        uint64_t allocs = 0, fit = 0, remote = 0, frees = 0;
+        double save = 0, alone = 0;
+        for (size_t k = g; k < e; k++) {
+            const struct msite *m = &w->ms[idx[k]];
+            allocs += m->s.allocations;
+            remote += m->s.remote_frees;
+            frees += m->s.frees;
+            if (m->rec != MRA_NONE)
+                alone += m->saving;
+            if (m->s.max_size > th->max_small_size || m->s.allocations == 0)
+                continue;
+            nfit++;
+            fit += m->s.allocations;
+        }
+        if (nsites < 2 || nfit < 2 || (double)fit < 0.9 * (double)allocs)
+            continue;
+        bool ts = frees > 0 && (double)remote >= th->remote_share * (double)frees;
+        for (size_t k = g; k < e; k++) {
+            const struct msite *m = &w->ms[idx[k]];
+            if (m->s.max_size > th->max_small_size)
+                continue;
+            double sv = saving_of(m, c, MRA_POOLS, ts, ts ? MRA_PAT_REMOTE : m->pattern);
+            if (sv > 0)
+                save += sv;
+        }
+        if (save < th->min_share * prog_ns || save <= alone)
+            continue;
+        if (a->nbehind == MRA_BEHIND_MAX) {
+            /* keep the largest */
+            size_t lo = 0;
+            for (size_t k = 1; k < a->nbehind; k++)
+                if (a->behind[k].predicted_saving_ns < a->behind[lo].predicted_saving_ns)
+                    lo = k;
+            if (a->behind[lo].predicted_saving_ns >= save)
+                continue;
+            a->nbehind--;
+            a->behind[lo] = a->behind[a->nbehind];
+        }
+        struct mra_behind *b = &a->behind[a->nbehind++];
+        memset(b, 0, sizeof *b);
+        b->frame = *f0;
+        b->nsites = nsites;
+        b->allocations = allocs;
+        b->thread_safe = ts;
+        b->predicted_saving_ns = save;
+        snprintf(b->reason, sizeof b->reason,
+                 "pools%s: %zu sites reach malloc from this function, %zu of them (%.1f%% of its %llu "
+                 "allocations) with sizes <= max_small_size %llu; one mr_pools behind it saves %.2f ms = %.1f%% "
+                 "of the run (>= min_share %g%%)%s",
+                 ts ? " (thread-safe)" : "", nsites, nfit, 100.0 * (double)fit / (double)allocs,
+                 (unsigned long long)allocs, (unsigned long long)th->max_small_size, save / 1e6,
+                 100 * save / prog_ns, 100 * th->min_share,
+                 alone > 0 ? ", more than its sites recommended alone" : ", where no site alone reaches it");
+    }
+    free(idx);
+    /* by saving, descending */
+    for (size_t x = 1; x < a->nbehind; x++)
+        for (size_t y = x; y > 0 && a->behind[y].predicted_saving_ns > a->behind[y - 1].predicted_saving_ns; y--) {
+            struct mra_behind t = a->behind[y];
+            a->behind[y] = a->behind[y - 1];
+            a->behind[y - 1] = t;
+        }
+    return 0;
+}

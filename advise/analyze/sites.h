@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/analyze/sites.h -- the merged sites as the analysis builds them:
+ * folded and merged (fold.c), judged (judge.c), ordered and handed on
+ * (analyze.c).  Private to those three files. */
+#ifndef MEMRES_ADVISE_SITES_H
+#define MEMRES_ADVISE_SITES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+
+struct msite {
+    struct mra_site_stats s;
+    size_t fr;                   /* its frames: fpool[fr .. fr + nfr) */
+    unsigned nfr;
+    bool cut;
+    bool unresolved;             /* its stack ends in a wrapper: the caller is unknown */
+    bool dead;                   /* merged into another */
+    const struct mra_frame *inner; /* the frame that called malloc (before folding) */
+    uint64_t hash;
+    uint32_t *raw;
+    size_t nraw, capraw;
+    /* judged */
+    enum mra_rec rec;
+    bool thread_safe;
+    enum mra_pattern pattern;
+    double saving;
+    int64_t mem_delta;
+    bool retention;
+    char *reason;
+};
+
+struct work {
+    const struct mra_frame **fpool;
+    size_t nf, capf;
+    struct msite *ms;
+    size_t n, cap;
+    size_t *tab;                 /* hash of frame sequences -> index + 1 */
+    size_t tabcap;
+    const char **folded;
+    size_t nfolded, capfolded;
+};
+
+/* ---- folding and merging (fold.c) ---- */
+
+/* Steps 1 to 4 of analyze.c for one raw site: symbolized, folded,
+ * recursion collapsed, cut to o->depth, merged into w's site of the same
+ * frames or added.  0, or -1 out of memory. */
+int mra_fold_raw(struct work *w, const struct mra_raw_site *r, uint32_t hdepth, struct mra_symbols *sym,
+                 const struct mra_options *o);
+/* Step 5: cut sites merged into the one site that extends them.  0, or -1. */
+int mra_fold_cut(struct work *w);
+void mra_work_free(struct work *w);
+
+/* ---- judging (judge.c) ---- */
+
+int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
+              const struct mra_thresholds *th);
+/* Two lines of memres calls replacing m's malloc and free. */
+void mra_sketch(const struct msite *m, char sk[2][160], const struct mra_thresholds *th);
+/* The allocators behind a function that w's sites together, not alone,
+ * are worth (a->behind).  0, or -1. */
+int mra_behind_functions(struct work *w, struct mra_analysis *a, const struct mra_costs *c,
+                         const struct mra_thresholds *th);
+
+#endif

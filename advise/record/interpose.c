@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/record/interpose.c -- the interposed malloc family: malloc,
+ * free, calloc, realloc, reallocarray, memalign, aligned_alloc,
+ * posix_memalign, valloc, pvalloc and malloc_usable_size, exported over
+ * glibc's.  Each checks what glibc would (overflow, alignment), passes
+ * unrecorded calls and pointers the recorder did not make to glibc, and
+ * hands the recorded ones to record.c. */
+#include "hot.h"
+
+#define CALLER() ((uintptr_t)__builtin_return_address(0))
+#define CALLER_CFA() ((uintptr_t)__builtin_frame_address(0) + 16u)
+
+static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
+{
+    if (!recording())
+        return __libc_malloc(n);
+    if (UNLIKELY(n > MAX_REQ)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mrr_rec_alloc(n, 0, false, ra, cfa);
+}
+
+static inline void do_free(void *p)
+{
+    if (UNLIKELY(p == NULL))
+        return;
+    uint64_t w = tag_word(p);
+    if (UNLIKELY(!is_ours(p, w))) {
+        if (recording())
+            atomic_fetch_add_explicit(&g_foreign, 1, memory_order_relaxed);
+        __libc_free(p);
+        return;
+    }
+    struct hdr *h = hdr_of(p);
+    uint32_t site = (uint32_t)w;
+    void *raw = raw_of(p, h);
+    if (site != 0 && recording()) {
+        mrr_rec_free(h, site, raw);
+        return;
+    }
+    h->tag_site = 0;
+    __libc_free(raw);
+}
+
+static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
+{
+    if (p == NULL)
+        return do_malloc(n, ra, cfa);
+    uint64_t w = tag_word(p);
+    if (!is_ours(p, w)) {
+        if (recording())
+            atomic_fetch_add_explicit(&g_foreign, 1, memory_order_relaxed);
+        return __libc_realloc(p, n);
+    }
+    if (n == 0) { /* glibc: frees, returns NULL */
+        do_free(p);
+        return NULL;
+    }
+    if (n > MAX_REQ) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct hdr *h = hdr_of(p);
+    uint32_t site = (uint32_t)w;
+    uint64_t old = h->size_misc & SIZE_MASK;
+    unsigned alog = hdr_alog(h);
+    struct tstate *ts = NULL;
+    if (site != 0 && recording()) {
+        tls_guard++;
+        ts = get_ts();
+        tls_guard--;
+    }
+    uint32_t sw = ts ? sample_now(ts) : 0;
+    void *np;
+    if (alog <= 4u) {
+        uint64_t t1 = sw ? fenced_time() : 0;
+        void *raw = __libc_realloc((char *)p - HDR, n + HDR);
+        if (UNLIKELY(sw)) {
+            tls_guard++;
+            glibc_note(ts, site, timed_fenced(t1, fenced_time(), n > old ? n : old) * sw);
+            tls_guard--;
+        }
+        if (!raw)
+            return NULL;
+        np = (char *)raw + HDR;
+    } else {
+        void *raw = __libc_malloc(n + HDR);
+        if (!raw)
+            return NULL;
+        np = (char *)raw + HDR;
+        size_t usable = glibc_usable(raw_of(p, h)) - pad_of(alog);
+        memcpy(np, p, usable < n ? usable : n);
+        memcpy(hdr_of(np), h, HDR);
+        h->tag_site = 0;
+        __libc_free(raw_of(p, h));
+    }
+    struct hdr *nh = hdr_of(np);
+    uint64_t chain = (nh->size_misc >> SIZE_BITS) & CHAIN_MAX;
+    if (chain < CHAIN_MAX)
+        chain++;
+    nh->size_misc = (uint64_t)n | chain << SIZE_BITS | (uint64_t)4 << 58;
+    nh->tag_site = (uint64_t)tag_of(np) << 32 | site;
+    if (ts) {
+        tls_guard++;
+        note_realloc(ts, nh, site, old, n, np != p);
+        tls_guard--;
+    }
+    return np;
+}
+
+static void *do_memalign(size_t align, size_t n, uintptr_t ra, uintptr_t cfa)
+{
+    if (align <= 16)
+        return do_malloc(n, ra, cfa);
+    if (align > ((size_t)1 << 62)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (align & (align - 1)) /* glibc 2.36 rounds up to a power of two */
+        align = (size_t)1 << (64 - __builtin_clzll(align));
+    if (!recording())
+        return __libc_memalign(align, n);
+    if (n > MAX_REQ - align) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mrr_rec_alloc(n, align, false, ra, cfa);
+}
+
+EXPORT void *malloc(size_t n)
+{
+    return do_malloc(n, CALLER(), CALLER_CFA());
+}
+
+EXPORT void free(void *p)
+{
+    do_free(p);
+}
+
+EXPORT void *calloc(size_t a, size_t b)
+{
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!recording())
+        return __libc_calloc(a, b);
+    if (n > MAX_REQ) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mrr_rec_alloc(n, 0, true, CALLER(), CALLER_CFA());
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    return do_realloc(p, n, CALLER(), CALLER_CFA());
+}
+
+EXPORT void *reallocarray(void *p, size_t a, size_t b)
+{
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return do_realloc(p, n, CALLER(), CALLER_CFA());
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+    return do_memalign(align, n, CALLER(), CALLER_CFA());
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    return do_memalign(align, n, CALLER(), CALLER_CFA());
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align % sizeof(void *) != 0 || (align & (align - 1)) != 0 || align == 0)
+        return EINVAL;
+    int e = errno;
+    void *p = do_memalign(align, n, CALLER(), CALLER_CFA());
+    if (!p) {
+        int r = errno == EINVAL ? EINVAL : ENOMEM;
+        errno = e;
+        return r;
+    }
+    errno = e;
+    *out = p;
+    return 0;
+}
+
+EXPORT void *valloc(size_t n)
+{
+    return do_memalign(g_pagesize, n, CALLER(), CALLER_CFA());
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+    size_t r;
+    if (__builtin_add_overflow(n, g_pagesize - 1, &r)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    r &= ~(g_pagesize - 1);
+    return do_memalign(g_pagesize, r, CALLER(), CALLER_CFA());
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    uint64_t w = tag_word(p);
+    if (!is_ours(p, w))
+        return glibc_usable(p);
+    struct hdr *h = hdr_of(p);
+    return glibc_usable(raw_of(p, h)) - pad_of(hdr_alog(h));
+}

@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/record/record.c -- what the recorder does per call, all in one
+ * translation unit so that the allocation path is one function with its
+ * helpers inlined, as it was: the stack captured (the cached walk, the
+ * frame-pointer and return-address modes; stack.c's unwinder behind a
+ * miss), the site looked up (sites.c adds a new one), the allocation, free
+ * or realloc counted in the thread's per-site figures and the site's
+ * shared live counters, and its event written to the trace.  The
+ * interposers (interpose.c) come here once they know the call is
+ * recorded. */
+#include "hot.h"
+
+static inline uint32_t fsz_get(struct tstate *ts, uint64_t pc)
+{
+    struct fc_ent *e = &ts->fc[(pc ^ (pc >> 9)) & (FC_SIZE - 1)];
+    if (LIKELY(e->pc == pc))
+        return e->code;
+    uint32_t c = fsz_global(pc);
+    if (c != FS_MISS) {
+        e->pc = pc;
+        e->code = c;
+    }
+    return c;
+}
+
+/* The walk: frame k + 1's return address sits at CFA(k) - 8, CFA(k) =
+ * CFA(k - 1) + size(pc of frame k).  The address chain uses the size the
+ * previous walk found at the same depth (memo), so that the loads of the
+ * stack do not wait for the table look-ups, which only confirm it. */
+static inline unsigned walk_cached(struct tstate *ts, uintptr_t ra, uintptr_t cfa, uint64_t *fr,
+                                   unsigned depth, bool *fail)
+{
+    fr[0] = ra - 1;
+    unsigned n = 1;
+    uint64_t pc = ra;
+    uintptr_t hi = ts->stk_hi;
+    if (UNLIKELY(cfa < ts->stk_lo || cfa >= hi)) {
+        *fail = true;
+        return n;
+    }
+    for (; n < depth; n++) {
+        uint32_t guess = ts->memo[n - 1];
+        uint32_t step = guess; /* opaque to the compiler: the chain uses it, not code */
+        __asm__("" : "+r"(step));
+        uint32_t code = fsz_get(ts, pc);
+        if (UNLIKELY(code != guess)) {
+            if (UNLIKELY(code == FS_MISS || code == FS_VAR)) {
+                *fail = true;
+                return n;
+            }
+            ts->memo[n - 1] = code;
+            step = code;
+        }
+        if (UNLIKELY(step == FS_END))
+            break;
+        cfa += (uintptr_t)step * 8u;
+        if (UNLIKELY(cfa > hi))
+            break;
+        memcpy(&pc, (const void *)(cfa - 8), 8);
+        if (UNLIKELY(pc < 4096u))
+            break;
+        fr[n] = pc - 1;
+    }
+    return n;
+}
+
+static unsigned walk_fp(struct tstate *ts, uintptr_t ra, uintptr_t fp, uint64_t *fr, unsigned depth)
+{
+    fr[0] = ra - 1;
+    unsigned n = 1;
+    uintptr_t lo = ts->stk_lo, hi = ts->stk_hi;
+    if (fp < lo || fp + 16 > hi)
+        return n;
+    memcpy(&fp, (const void *)fp, 8); /* the caller's frame pointer */
+    while (n < depth && fp >= lo && fp + 16 <= hi && !(fp & 7u)) {
+        uint64_t pc, next;
+        memcpy(&pc, (const void *)(fp + 8), 8);
+        memcpy(&next, (const void *)fp, 8);
+        if (pc < 4096u)
+            break;
+        fr[n++] = pc - 1;
+        if (next <= fp)
+            break;
+        fp = (uintptr_t)next;
+    }
+    return n;
+}
+
+static inline unsigned capture(struct tstate *ts, uintptr_t ra, uintptr_t cfa, uint64_t *fr)
+{
+    unsigned depth = g_depth;
+    if (depth <= 1 || g_stack_mode == STACK_RA) {
+        fr[0] = ra - 1;
+        return 1;
+    }
+    if (g_stack_mode == STACK_UNWIND)
+        return mrr_unwind_stack(ra, cfa, fr, depth, false);
+    if (g_stack_mode == STACK_FP)
+        return walk_fp(ts, ra, cfa - 16, fr, depth);
+    uint32_t ep = atomic_load_explicit(&g_fc_epoch, memory_order_relaxed);
+    if (UNLIKELY(ep != ts->fc_epoch)) {
+        memset(ts->fc, 0, sizeof ts->fc);
+        ts->fc_epoch = ep;
+    }
+    bool fail = false;
+    unsigned n = walk_cached(ts, ra, cfa, fr, depth, &fail);
+    if (UNLIKELY(fail)) {
+        int e = errno;
+        n = mrr_unwind_stack(ra, cfa, fr, depth, true);
+        errno = e;
+        return n;
+    }
+    if (UNLIKELY(++ts->verify_ctr >= ts->verify_every)) {
+        ts->verify_ctr = 0;
+        int e = errno;
+        uint32_t ep0 = atomic_load_explicit(&g_fc_epoch, memory_order_relaxed);
+        n = mrr_verify_stack(ra, cfa, fr, n, depth);
+        if (atomic_load_explicit(&g_fc_epoch, memory_order_relaxed) != ep0)
+            ts->verify_every = VERIFY_FIRST;
+        else if (ts->verify_every < VERIFY_MAX)
+            ts->verify_every *= 2;
+        errno = e;
+    }
+    return n;
+}
+
+static inline bool frames_eq(const uint64_t *a, const uint64_t *b, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* A stack's hash: a multilinear sum (each frame times an odd constant of
+ * its position: the products are independent, no chain of multiplies
+ * through the frames), then murmur's finaliser.  A site is known by this
+ * hash in the thread's cache (64 bits: a collision among 2^18 sites is
+ * about 2^-29 likely per run); the global table compares the frames. */
+static inline uint64_t frames_hash(const uint64_t *fr, unsigned n)
+{
+    uint64_t h = n * UINT64_C(0x9E3779B97F4A7C15);
+    for (unsigned i = 0; i < n; i++)
+        h += fr[i] * (UINT64_C(0xD6E8FEB86659FD93) + ((uint64_t)i << 33) * 2);
+    return mix64(h); /* murmur's finaliser */
+}
+
+static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsigned n)
+{
+    uint64_t h = frames_hash(fr, n);
+    struct sc_ent *e = &ts->sc[(h >> 7) & (SC_SIZE - 1)];
+    if (LIKELY(e->hash == h))
+        return (uint32_t)e->site;
+    size_t mask = ((size_t)1 << SLOT_BITS) - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        uint32_t s = atomic_load_explicit(&g_slots[i], memory_order_acquire);
+        if (UNLIKELY(s == 0)) {
+            s = mrr_site_create(fr, n, h);
+            if (s != 0) {
+                e->hash = h;
+                e->site = s;
+            }
+            return s;
+        }
+        const struct gsite *g = g_sites[s];
+        if (LIKELY(g->hash == h && g->nframes == n && frames_eq(g->frames, fr, n))) {
+            e->hash = h;
+            e->site = s;
+            return s;
+        }
+    }
+}
+
+/* The shared live counters: with one recording thread, plain loads and
+ * stores (of atomics: no data race, no locked instruction). */
+static inline void live_add(struct gsite *g, uint64_t n)
+{
+    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
+#define LD(a) atomic_load_explicit(&(a), memory_order_relaxed)
+#define ST(a, v) atomic_store_explicit(&(a), (v), memory_order_relaxed)
+        uint64_t lo = LD(g->live_objects) + 1, lb = LD(g->live_bytes) + n;
+        uint64_t ac = lo == 1 ? n : LD(g->arena_cur) + n;
+        ST(g->live_objects, lo);
+        ST(g->live_bytes, lb);
+        ST(g->arena_cur, ac);
+        if (UNLIKELY(lo > LD(g->peak_objects)))
+            ST(g->peak_objects, lo);
+        if (UNLIKELY(lb > LD(g->peak_bytes)))
+            ST(g->peak_bytes, lb);
+        if (UNLIKELY(ac > LD(g->arena_peak)))
+            ST(g->arena_peak, ac);
+        uint64_t po = LD(g_live_objects) + 1, pb = LD(g_live_bytes) + n;
+        ST(g_live_objects, po);
+        ST(g_live_bytes, pb);
+        if (UNLIKELY(po > LD(g_peak_objects)))
+            ST(g_peak_objects, po);
+        if (UNLIKELY(pb > LD(g_peak_bytes)))
+            ST(g_peak_bytes, pb);
+        return;
+    }
+    uint64_t lo = cnt_add(&g->live_objects, 1);
+    uint64_t lb = cnt_add(&g->live_bytes, n);
+    cnt_max(&g->peak_objects, lo);
+    cnt_max(&g->peak_bytes, lb);
+    uint64_t ac;
+    if (lo == 1) {
+        ac = n;
+        atomic_store_explicit(&g->arena_cur, n, memory_order_relaxed);
+    } else {
+        ac = cnt_add(&g->arena_cur, n);
+    }
+    cnt_max(&g->arena_peak, ac);
+    uint64_t po = cnt_add(&g_live_objects, 1);
+    uint64_t pb = cnt_add(&g_live_bytes, n);
+    cnt_max(&g_peak_objects, po);
+    cnt_max(&g_peak_bytes, pb);
+}
+
+static inline void live_sub(struct gsite *g, uint64_t n)
+{
+    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
+        ST(g->live_objects, LD(g->live_objects) - 1);
+        ST(g->live_bytes, LD(g->live_bytes) - n);
+        ST(g_live_objects, LD(g_live_objects) - 1);
+        ST(g_live_bytes, LD(g_live_bytes) - n);
+        return;
+    }
+    cnt_add(&g->live_objects, (uint64_t)-1);
+    cnt_add(&g->live_bytes, (uint64_t)0 - n);
+    cnt_add(&g_live_objects, (uint64_t)-1);
+    cnt_add(&g_live_bytes, (uint64_t)0 - n);
+}
+
+static inline void size_note(struct lsite *l, uint64_t n)
+{
+    if (LIKELY(l->nsz != 0 && l->sz[0].size == n)) {
+        l->sz[0].count++;
+        return;
+    }
+    for (uint32_t i = 1; i < l->nsz; i++) {
+        if (l->sz[i].size == n) {
+            if (++l->sz[i].count > l->sz[i - 1].count) {
+                struct mra_size_count t = l->sz[i];
+                l->sz[i] = l->sz[i - 1];
+                l->sz[i - 1] = t;
+            }
+            return;
+        }
+    }
+    if (l->nsz < LSIZES) {
+        l->sz[l->nsz].size = n;
+        l->sz[l->nsz].count = 1;
+        l->nsz++;
+        return;
+    }
+    l->sz_other++;
+    l->sz_overflow = 1;
+}
+
+/* The end of a burst of frees (an allocation, or a merge): a group's frees
+ * in it count as freed together (on the group's first site) when there
+ * were two or more and no object of the group younger than the oldest of
+ * them is left live on the thread (the ring holds the youngest live ones):
+ * what an arena reset frees.  A collector's sweep, which also frees in
+ * bursts, leaves younger survivors. */
+NOINLINE void mrr_burst_end(struct tstate *ts)
+{
+    for (uint32_t i = 0; i < ts->nburst; i++) {
+        struct lsite *l = lsite_get(ts, ts->burst_sites[i]);
+        if (!l || l->burst_epoch != ts->burst_epoch || l->burst_n < 2)
+            continue;
+        if (l->rcount != 0 && l->ring[(l->rhead + l->rcount - 1) % RING] > l->burst_min)
+            continue;
+        l->s.freed_together += l->burst_n;
+    }
+    ts->nburst = 0;
+    ts->burst_epoch++;
+    if (ts->burst_epoch == 0)
+        ts->burst_epoch = 1;
+}
+
+/* Writes p's header and counts the allocation (site != 0). */
+static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t n, unsigned alog,
+                              size_t align)
+{
+    struct hdr *h = hdr_of(p);
+    uint64_t tick = next_tick(ts);
+    h->birth_time = thread_time(ts);
+    h->size_misc = (uint64_t)n | (uint64_t)alog << 58;
+    h->tick_thread = (tick & TICK_MASK) << THR_BITS | (ts->index & THR_MASK);
+    h->tag_site = (uint64_t)tag_of(p) << 32 | site;
+    if (UNLIKELY(ts->nburst != 0))
+        mrr_burst_end(ts);
+    struct lsite *l = lsite_get(ts, site);
+    if (UNLIKELY(!l))
+        return;
+    struct lstats *s = &l->s;
+    s->allocations++;
+    s->bytes += n;
+    if (n < s->min_size)
+        s->min_size = n;
+    if (n > s->max_size)
+        s->max_size = n;
+    if (UNLIKELY(s->first_tick == 0))
+        s->first_tick = tick;
+    s->last_tick = tick;
+    if (align > 16)
+        s->aligned++;
+    size_note(l, n);
+    /* stack-like: push the birth on the group's ring */
+    struct lsite *gr = l->grp;
+    if (gr->rcount < RING) {
+        gr->ring[(gr->rhead + gr->rcount) % RING] = tick;
+        gr->rcount++;
+    } else {
+        gr->ring[gr->rhead] = tick;
+        gr->rhead = (gr->rhead + 1) % RING;
+        gr->rlost++;
+    }
+    gr->rlast_pop = UINT64_MAX;
+    live_add(g_sites[site], n);
+    if (ts->tbuf) {
+        uint8_t *q = tr_room(ts);
+        uint32_t ev = 1;
+        if (UNLIKELY(tick != ts->tr_prev_tick + 1)) {
+            q = mra_put_varint(q, (tick - 1) << 5 | MRA_CTL_JUMP << 2 | MRA_EV_CONTROL);
+            ev++;
+        }
+        if (UNLIKELY(align > 16)) {
+            q = mra_put_varint(q, (uint64_t)align << 5 | MRA_CTL_ALIGNED << 2 | MRA_EV_CONTROL);
+            q = mra_put_varint(q, site);
+            q = mra_put_varint(q, n);
+        } else if (LIKELY(l->tr_last_size == n)) {
+            q = mra_put_varint(q, (uint64_t)site << 2 | MRA_EV_ALLOC);
+        } else {
+            q = mra_put_varint(q, (uint64_t)site << 2 | MRA_EV_ALLOC_SIZE);
+            q = mra_put_varint(q, n);
+            l->tr_last_size = n;
+        }
+        ts->tr_prev_tick = tick;
+        tr_done(ts, q, ev);
+    }
+}
+
+
+static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s)
+{
+    if (LIKELY(l->rcount != 0)) {
+        uint32_t top = (l->rhead + l->rcount - 1) % RING;
+        if (LIKELY(l->ring[top] == birth)) {
+            l->rcount--;
+            s->stack_like++;
+            l->rlast_pop = birth;
+            return;
+        }
+        /* the ring holds births in increasing order: search only within */
+        if (birth < l->ring[l->rhead] || birth > l->ring[top])
+            return;
+        for (uint32_t k = l->rcount - 1; k-- > 0;) {
+            uint32_t j = (l->rhead + k) % RING;
+            if (l->ring[j] == birth) {
+                for (uint32_t m = k; m + 1 < l->rcount; m++)
+                    l->ring[(l->rhead + m) % RING] = l->ring[(l->rhead + m + 1) % RING];
+                l->rcount--;
+                return;
+            }
+        }
+        return;
+    }
+    /* the ring ran empty while older objects live: a free in reverse order
+     * of birth continues the stack */
+    if (l->rlost != 0 && birth < l->rlast_pop) {
+        l->rlost--;
+        s->stack_like++;
+        l->rlast_pop = birth;
+    }
+}
+
+static void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
+{
+    uint64_t n = h->size_misc & SIZE_MASK;
+    struct lsite *l = lsite_get(ts, site);
+    struct gsite *g = g_sites[site];
+    live_sub(g, n);
+    if (UNLIKELY(!l))
+        return;
+    struct lstats *s = &l->s;
+    uint64_t life;
+    uint64_t birth = birth_tick(ts, h, &life);
+    uint64_t t = thread_time(ts);
+    uint64_t lns = t > h->birth_time ? t - h->birth_time : 0;
+    if (g_use_tsc)
+        lns = time_to_ns(lns);
+    s->frees++;
+    s->freed_bytes += n;
+    s->lifetime_ticks_sum += life;
+    s->lifetime_ns_sum += lns;
+    s->hist_ticks[mra_bucket(life)]++;
+    s->hist_ns[mra_bucket(lns)]++;
+    /* the burst: frees of this thread with no allocation between, of any
+     * sites, followed per group */
+    struct lsite *gr = l->grp;
+    if (gr->burst_epoch != ts->burst_epoch) {
+        if (UNLIKELY(ts->nburst == BURST_SITES))
+            mrr_burst_end(ts);
+        gr->burst_epoch = ts->burst_epoch;
+        gr->burst_min = birth;
+        gr->burst_n = 0;
+        ts->burst_sites[ts->nburst++] = g->group;
+    }
+    gr->burst_n++;
+    if (birth < gr->burst_min)
+        gr->burst_min = birth;
+    if ((h->tick_thread & THR_MASK) != (ts->index & THR_MASK))
+        s->remote_frees++;
+    else
+        ring_free(gr, birth, s);
+    if (ts->tbuf) {
+        uint8_t *q = tr_room(ts);
+        q = mra_put_varint(q, mra_zigzag((int64_t)(ts->tr_prev_tick - birth)) << 2 | MRA_EV_FREE);
+        tr_done(ts, q, 1);
+    }
+}
+
+
+/* A free on a thread whose state was already merged and released (a
+ * destructor of another key ran after ours): counted straight into the
+ * site under the merge lock. */
+static COLD void late_free(struct hdr *h, uint32_t site)
+{
+    uint64_t n = h->size_misc & SIZE_MASK;
+    struct gsite *g = g_sites[site];
+    atomic_fetch_add_explicit(&g->live_objects, (uint64_t)-1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->live_bytes, (uint64_t)0 - n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_live_objects, (uint64_t)-1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_live_bytes, (uint64_t)0 - n, memory_order_relaxed);
+    pthread_mutex_lock(&g_merge_mu);
+    g->mg->m.frees++;
+    g->mg->m.freed_bytes += n;
+    pthread_mutex_unlock(&g_merge_mu);
+}
+
+
+NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa)
+{
+    tls_guard++;
+    struct tstate *ts = get_ts();
+    if (UNLIKELY(!ts)) {
+        tls_guard--;
+        return align > 16 ? __libc_memalign(align, n) : zero ? __libc_calloc(1, n) : __libc_malloc(n);
+    }
+    uint32_t w = sample_now(ts);
+    uint64_t t0 = w ? now_time() : 0, t1 = 0, t2 = 0;
+    uint64_t fr[MRA_MAX_DEPTH];
+    unsigned nf = capture(ts, ra, cfa, fr);
+    uint32_t site = site_lookup(ts, fr, nf);
+    if (UNLIKELY(w))
+        t1 = fenced_time();
+    void *raw, *p;
+    unsigned alog = 4;
+    if (align > 16) {
+        alog = (unsigned)__builtin_ctzll(align);
+        raw = __libc_memalign(align, n + align);
+        p = raw ? (char *)raw + align : NULL;
+    } else {
+        raw = zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR);
+        p = raw ? (char *)raw + HDR : NULL;
+    }
+    if (UNLIKELY(w))
+        t2 = fenced_time();
+    if (LIKELY(p != NULL)) {
+        if (LIKELY(site != 0)) {
+            note_alloc(ts, site, p, n, alog, align);
+            if (UNLIKELY(w))
+                glibc_note(ts, site, timed_fenced(t1, t2, n) * w);
+        } else {
+            struct hdr *h = hdr_of(p);
+            h->size_misc = (uint64_t)n | (uint64_t)alog << 58;
+            h->tick_thread = 0;
+            h->tag_site = (uint64_t)tag_of(p) << 32;
+        }
+    }
+    if (UNLIKELY(w))
+        ts->hook_time += (timed(t0, t1) + timed(t2, now_time())) * w;
+    tls_guard--;
+    return p;
+}
+
+/* Counts the free of a recorded object and frees it. */
+NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw)
+{
+    tls_guard++;
+    struct tstate *ts = get_ts();
+    if (LIKELY(ts != NULL)) {
+        uint32_t w = sample_now(ts);
+        if (UNLIKELY(w != 0)) {
+            uint64_t t0 = now_time();
+            note_free(ts, h, site);
+            uint64_t size = h->size_misc & SIZE_MASK;
+            h->tag_site = 0;
+            uint64_t t1 = fenced_time();
+            __libc_free(raw);
+            uint64_t t2 = fenced_time();
+            ts->hook_time += timed(t0, t1) * w;
+            glibc_note(ts, site, timed_fenced(t1, t2, size) * w);
+            tls_guard--;
+            return;
+        }
+        note_free(ts, h, site);
+    } else {
+        late_free(h, site);
+    }
+    h->tag_site = 0;
+    __libc_free(raw);
+    tls_guard--;
+}

@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/record/record.h -- libmemres-advise-recorder.so, preloaded by
+ * memres-advise into the program it profiles, as its files share it.  It
+ * interposes the malloc family, gives every object it records a 32-byte
+ * header (site, thread, birth on the allocation clock and in time, realloc
+ * count, size), keeps per-thread per-site tables (no lock on the path of
+ * an allocation) and at exit writes the profile of common/format.h; with
+ * MEMRES_ADVISE_TRACE it also writes the compact event stream.
+ *
+ * The pieces, and the files that hold them:
+ *   - glibc's allocator, bound by its __libc_* names (no dlsym, no
+ *     recursion); the interposers (interpose.c);
+ *   - the object header: 4 words just below the user's pointer, the last one
+ *     a tag (a hash of the pointer and a per-process secret, its top bit set,
+ *     so that no glibc chunk size field can match) and the site id; a pointer
+ *     without a matching tag is not the recorder's and goes to glibc as is
+ *     (this header);
+ *   - clocks: one global allocation tick per allocation, taken by each
+ *     thread in batches of 64 from one atomic counter; time from rdtsc scaled
+ *     to ns (calibrated against CLOCK_MONOTONIC for 0.5 ms at start-up:
+ *     clock.c);
+ *   - call stacks: frames[0] from __builtin_return_address(0); deeper frames
+ *     by a walk that adds learnt frame sizes (CFA distances, keyed by return
+ *     address, in a per-thread cache in front of a global lock-free table)
+ *     and reads each return address at CFA - 8 within the thread's stack
+ *     bounds (record.c); a miss, a frame whose size varies (alloca) or a
+ *     stack outside the bounds uses libgcc's _Unwind_Backtrace, which also
+ *     teaches the cache; every 1024th cached walk is checked against the
+ *     unwinder (stack.c);
+ *   - sites: a global open-addressed table keyed by the frames, read without
+ *     lock (record.c), a mutex only to add a site (sites.c), and the modules
+ *     their frames are in (modules.c);
+ *   - per-thread per-site statistics (threads.c, record.c), merged at
+ *     thread exit and at exit (merge.c, with common/site_stats.c); shared
+ *     live/peak counters per site and for the program (relaxed atomics;
+ *     plain loads and stores while only one thread ever recorded);
+ *   - the trace, per-thread chunks appended under a mutex when full
+ *     (trace.c);
+ *   - start-up (environment: start.c), fork (the child records and writes
+ *     nothing), thread exit, exec (exec.c: the profile written first),
+ *     process exit (the profile, written with write(2) to a temporary name
+ *     and renamed: profile_out.c).
+ * The global state is defined in state.c.  What runs on every call is
+ * static inline (here and in hot.h) or in record.c and interpose.c, so
+ * that it inlines as it did when the recorder was one file; the other
+ * files' functions (mrr_*) are the slow paths, hidden like everything the
+ * recorder does not export.  No header here calls into a file that
+ * includes it: record.h's inline functions call none of the recorder's,
+ * hot.h's only those of threads.c and trace.c, which include record.h
+ * alone.
+ *
+ * What it cannot see: a process ending by _exit or a signal writes no
+ * profile (nor trace; an exec writes them first); allocations made before
+ * its constructor ran (by ld.so and the constructors of libraries
+ * initialised before it) are not recorded, nor are calls that bypass
+ * malloc (mmap, __libc_malloc).
+ */
+#ifndef MEMRES_ADVISE_RECORD_H
+#define MEMRES_ADVISE_RECORD_H
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+#include "clock.h"
+#include "format.h"
+#include "site_stats.h"
+
+/* ---- glibc's allocator (exported by glibc 2.36 at GLIBC_2.2.5) ---- */
+
+extern void *__libc_malloc(size_t n);
+extern void __libc_free(void *p);
+extern void *__libc_calloc(size_t a, size_t b);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+
+/* The recorder's own declarations hidden too (not only its definitions,
+ * which -fvisibility=hidden covers): its state and its slow paths are
+ * reached PC-relative, not through the GOT. */
+#pragma GCC visibility push(hidden)
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NOINLINE __attribute__((noinline))
+#define COLD __attribute__((noinline, cold))
+#define TLS __attribute__((tls_model("initial-exec"))) _Thread_local
+
+/* ---- configuration and global state ---- */
+
+enum { ST_INIT, ST_OFF, ST_REC, ST_DONE, ST_CHILD };
+enum { STACK_CACHE, STACK_UNWIND, STACK_FP, STACK_RA };
+
+#define HDR 32u
+#define TICK_BITS 44u
+#define TICK_MASK ((UINT64_C(1) << TICK_BITS) - 1)
+#define THR_BITS 20u
+#define THR_MASK ((UINT64_C(1) << THR_BITS) - 1)
+#define SIZE_BITS 48u
+#define SIZE_MASK ((UINT64_C(1) << SIZE_BITS) - 1)
+#define CHAIN_MAX UINT64_C(0x3ff) /* realloc chain counts saturate here */
+#define MAX_REQ ((size_t)PTRDIFF_MAX - 4096u)
+#define TICK_BATCH 64u
+#define LSIZES 16u       /* sizes a thread counts per site between merges */
+#define GSIZES 32u       /* sizes kept per site when merging */
+#define RING 8u          /* recent live births per (thread, site): stack-like */
+#define BURST_SITES 16u  /* sites followed in one burst of frees */
+#define FC_SIZE 512u     /* per-thread frame-size cache */
+#define SC_SIZE 256u     /* per-thread site cache */
+#define FSZ_BITS 16u     /* global frame-size table: 2^16 entries */
+#define SLOT_BITS 18u    /* site hash table: 2^18 slots */
+#define MAX_SITES ((1u << SLOT_BITS) / 4u * 3u)
+#define VERIFY_FIRST 256u    /* cached walks between checks, doubling while they agree */
+#define VERIFY_MAX 65536u
+
+/* frame-size codes: 0 unknown, 1..0xfffd size/8, END: the stack ends after
+ * this frame, VAR: the size varies (alloca) or cannot be cached: unwind */
+#define FS_MISS 0u
+#define FS_END 0xfffeu
+#define FS_VAR 0xffffu
+#define MEMO_NONE 0x10000u /* no code: the memo of a depth not walked yet */
+
+/* the global state, defined in state.c */
+extern _Atomic int g_state;
+extern int g_stack_mode;
+extern unsigned g_depth;
+extern uint64_t g_secret;
+extern _Atomic int g_multi;              /* a second thread has recorded */
+extern _Atomic uint64_t g_tick;      /* the allocation clock */
+extern _Atomic uint32_t g_nthreads;
+extern _Atomic uint64_t g_foreign;
+extern _Atomic int64_t g_hook_time;      /* merged tstate.hook_time */
+extern _Atomic uint64_t g_max_tick;
+extern uint64_t g_start_ns;
+extern char g_profile[4096];
+extern char g_trace_path[4096];
+extern char g_exe[256];
+extern int g_trace_fd;
+extern pthread_key_t g_key;
+extern size_t g_pagesize;
+extern size_t (*g_usable)(void *);
+
+/* program-wide live and peak */
+extern _Atomic uint64_t g_live_bytes, g_live_objects, g_peak_bytes, g_peak_objects;
+/* the recorder's own memory (tables, thread states, sites; not headers) */
+extern _Atomic uint64_t g_rec_mem, g_rec_mem_peak;
+
+extern pthread_mutex_t g_site_mu;
+extern pthread_mutex_t g_merge_mu;
+extern pthread_mutex_t g_list_mu;
+extern pthread_mutex_t g_trace_mu;
+extern pthread_mutex_t g_mod_mu;
+extern uint64_t g_trace_events, g_trace_bytes; /* under g_trace_mu */
+
+/* per thread */
+extern TLS int tls_guard;                /* >0: pass through unrecorded */
+extern TLS struct tstate *tls_ts;
+extern TLS int tls_dead;                 /* the thread's state was merged and freed */
+
+extern bool g_use_tsc;
+extern uint64_t g_tsc_mult;                     /* ns = ticks * mult >> 32 */
+extern int64_t g_fenced_cost;                   /* a fenced empty interval, on average */
+extern int64_t g_timer_cost;                    /* a plain empty interval, the least seen */
+extern int64_t g_clip, g_clip_page;             /* the longest sample kept, and per 4 KiB asked */
+
+extern _Atomic uint32_t *g_slots;        /* hash -> site id */
+extern uint64_t *g_gkeys;                /* group key -> ... (under g_site_mu) */
+extern uint32_t *g_gsite;                /* ... the group's first site */
+extern struct gsite **g_sites;           /* id -> site */
+extern _Atomic uint32_t g_nsites;
+extern _Atomic uint64_t *g_fsz;          /* frame sizes */
+extern _Atomic uint32_t g_fc_epoch;
+extern struct tstate *g_threads;         /* under g_list_mu */
+extern _Atomic uint64_t g_sites_dropped;
+
+extern struct module *g_mods;            /* under g_mod_mu */
+extern size_t g_nmods, g_capmods;
+
+/* ---- small helpers ---- */
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
+    return x;
+}
+
+/* ---- time: rdtsc scaled to ns, or CLOCK_MONOTONIC (calibrated by clock.c) ---- */
+
+static inline uint64_t now_time(void)
+{
+#if defined(__x86_64__)
+    if (LIKELY(g_use_tsc))
+        return (uint64_t)__rdtsc();
+#endif
+    return mra_mono_ns();
+}
+
+/* For timed samples: rdtsc between fences, so that the code timed cannot
+ * overlap the reads (an unfenced rdtsc lets the ~30 instructions of a
+ * malloc run inside its own latency, and they time as nothing). */
+static inline uint64_t fenced_time(void)
+{
+#if defined(__x86_64__)
+    if (LIKELY(g_use_tsc)) {
+        _mm_lfence();
+        uint64_t t = (uint64_t)__rdtsc();
+        _mm_lfence();
+        return t;
+    }
+#endif
+    return mra_mono_ns();
+}
+
+static inline uint64_t time_to_ns(uint64_t d)
+{
+    __extension__ typedef unsigned __int128 u128;
+    return (uint64_t)(((u128)d * g_tsc_mult) >> 32);
+}
+
+/* A timed sample longer than a call can take is the thread preempted
+ * inside it (another thread's time slice, weighed by the sample's gap):
+ * such samples count at the cap. */
+static inline int64_t clip(int64_t d, uint64_t size)
+{
+    int64_t cap = g_clip + g_clip_page * (int64_t)(size >> 12);
+    return d < cap ? d : cap;
+}
+
+/* The recorder's own part [t0, t1], timed with plain reads (which the code
+ * around them overlaps: fences would slow the timed hook itself), less
+ * the least empty interval. */
+static inline int64_t timed(uint64_t t0, uint64_t t1)
+{
+    int64_t d = (int64_t)(t1 - t0) - g_timer_cost;
+    return d > 0 ? clip(d, 0) : 0;
+}
+
+/* glibc's part [t1, t2] between fenced reads, less their average cost
+ * (negative for a call shorter than the average empty interval: the sums
+ * are what count). */
+static inline int64_t timed_fenced(uint64_t t1, uint64_t t2, uint64_t size)
+{
+    return clip((int64_t)(t2 - t1) - g_fenced_cost, size);
+}
+
+/* ---- the object header ---- */
+
+struct hdr {
+    uint64_t birth_time;  /* now_time() at birth */
+    uint64_t size_misc;   /* size: 48 | realloc chain: 10 | log2 alignment: 6 */
+    uint64_t tick_thread; /* birth tick mod 2^44 << 20 | thread index mod 2^20 */
+    uint64_t tag_site;    /* tag: 32 (top bit set) << 32 | site */
+};
+_Static_assert(sizeof(struct hdr) == HDR, "32-byte header");
+
+static inline uint32_t tag_of(const void *p)
+{
+    uint64_t x = ((uint64_t)(uintptr_t)p ^ g_secret) * UINT64_C(0x9E3779B97F4A7C15);
+    return (uint32_t)(x >> 32) | 0x80000000u;
+}
+
+static inline struct hdr *hdr_of(void *p)
+{
+    return (struct hdr *)(void *)((char *)p - HDR);
+}
+
+/* The word just below p: for a glibc chunk its size field (always
+ * readable, never with the top bit set), for a recorder object the tag. */
+static inline uint64_t tag_word(const void *p)
+{
+    uint64_t w;
+    memcpy(&w, (const char *)p - 8, 8);
+    return w;
+}
+
+static inline bool is_ours(const void *p, uint64_t w)
+{
+    return (uint32_t)(w >> 32) == tag_of(p);
+}
+
+static inline unsigned hdr_alog(const struct hdr *h)
+{
+    return (unsigned)(h->size_misc >> 58);
+}
+
+static inline size_t pad_of(unsigned alog)
+{
+    return alog <= 4u ? HDR : (size_t)1 << alog;
+}
+
+static inline void *raw_of(void *p, const struct hdr *h)
+{
+    return (char *)p - pad_of(hdr_alog(h));
+}
+
+static inline size_t glibc_usable(void *raw)
+{
+    if (g_usable)
+        return g_usable(raw);
+    /* glibc 2.36 musable(): chunk size minus its overhead */
+    uint64_t sz;
+    memcpy(&sz, (char *)raw - 8, 8);
+    size_t cs = (size_t)(sz & ~(uint64_t)7);
+    return (sz & 2u) ? cs - 16u : cs - 8u;
+}
+
+/* ---- per-thread and per-site state ---- */
+
+/* One thread's figures for one site: the fields of struct mra_site_stats
+ * it adds up, those of every allocation and free first (a few cache lines
+ * per site in the hot path). */
+struct lstats {
+    uint64_t allocations, bytes, min_size, max_size, first_tick, last_tick;
+    uint64_t frees, freed_bytes, lifetime_ticks_sum, lifetime_ns_sum;
+    uint64_t freed_together, stack_like, remote_frees, aligned;
+    uint64_t reallocs, realloc_moves, realloc_chain_max;
+    int64_t glibc_time;          /* sampled time in glibc for the site's objects (clock units, weighed) */
+    uint64_t glibc_samples;
+    uint64_t hist_ticks[MRA_HIST];
+    uint64_t hist_ns[MRA_HIST];
+};
+
+struct lsite {
+    struct lstats s;
+    uint32_t rhead, rcount;      /* births of this thread's recent live objects */
+    uint64_t rlost, rlast_pop;
+    uint64_t ring[RING];
+    uint64_t tr_last_size;       /* trace: the last ALLOC size at this site */
+    struct lsite *grp;           /* this thread's lsite of the site's group (itself, or
+                                    the group's first site): its ring and bursts */
+    uint64_t burst_min;          /* the oldest birth freed in the thread's current burst */
+    uint32_t burst_n, burst_epoch; /* frees in it; the burst's number (0: none) */
+    uint32_t nsz, sz_overflow;
+    uint64_t sz_other;
+    uint32_t counted;            /* counted in alloc_threads */
+    struct mra_size_count sz[LSIZES];
+};
+
+struct fc_ent {
+    uint64_t pc;
+    uint32_t code;
+    uint32_t pad;
+};
+
+struct tstate {
+    uint32_t index;
+    uint32_t burst_epoch, nburst; /* the current burst of frees: its number, its sites */
+    uint32_t burst_sites[BURST_SITES];
+    uint32_t samp_left, samp_gap; /* events to the next timed one, of a gap of */
+    uint32_t samp_rng;
+    int64_t hook_time;           /* the recorder's own time in hooks, sampled (clock units) */
+    uint64_t tick_next, tick_end, last_tick;
+    uintptr_t stk_lo, stk_hi;
+    uint32_t verify_ctr, verify_every, fc_epoch;
+    uint32_t memo[MRA_MAX_DEPTH];  /* the last walk's frame-size codes, by depth */
+    struct sc_ent { uint64_t hash; uint64_t site; } sc[SC_SIZE]; /* hash -> site (frames_hash) */
+    struct lsite **ls;
+    uint32_t lcap;
+    int rounds;
+    struct tstate *next, *prev;
+    uint8_t *tbuf;
+    uint32_t tlen, tev;
+    uint64_t tr_prev_tick;       /* trace: the decoder's last_tick */
+    uint64_t t_cur, t_step, t_last; /* the interpolated clock (thread_time) */
+    uint32_t t_left;
+    struct fc_ent fc[FC_SIZE];
+};
+
+/* The time of an event: the clock (rdtsc: about 30 ns on this project's
+ * virtual machines, clock_gettime: 70) is read at every TIME_EVERY-th event
+ * of the thread and interpolated between, at the pace of the last period;
+ * never going back on one thread. */
+#define TIME_EVERY 16u
+static inline uint64_t thread_time(struct tstate *ts)
+{
+    if (LIKELY(--ts->t_left != 0)) {
+        ts->t_cur += ts->t_step;
+        return ts->t_cur;
+    }
+    uint64_t now = now_time();
+    ts->t_step = now > ts->t_last ? (now - ts->t_last) / TIME_EVERY : 0;
+    ts->t_last = now;
+    ts->t_left = TIME_EVERY;
+    if (now > ts->t_cur)
+        ts->t_cur = now;
+    return ts->t_cur;
+}
+
+/* Timed samples: about one hook in SAMPLE_EVERY of a thread (the gap drawn
+ * from [SAMPLE_EVERY / 2 + 1, 3 * SAMPLE_EVERY / 2], so that no periodic
+ * pattern of the program aliases with it) has the recorder's own part
+ * timed (glibc's call inside it left out), weighed by the gap that led to
+ * it: the recorder's time, which the analysis takes off the recorded run.
+ * (Timing glibc's part per call does not work where the clock is coarse:
+ * this project's virtual machines step rdtsc by 26 cycles, about 10 ns.) */
+#define SAMPLE_EVERY 64u
+static inline uint32_t sample_now(struct tstate *ts)
+{
+    if (LIKELY(--ts->samp_left != 0))
+        return 0;
+    uint32_t w = ts->samp_gap;
+    ts->samp_rng ^= ts->samp_rng << 13;
+    ts->samp_rng ^= ts->samp_rng >> 17;
+    ts->samp_rng ^= ts->samp_rng << 5;
+    ts->samp_gap = ts->samp_left = SAMPLE_EVERY / 2 + 1 + (ts->samp_rng % SAMPLE_EVERY);
+    return w;
+}
+
+struct gmerged {                 /* merged figures, under g_merge_mu */
+    struct mra_site_stats m;
+    struct mra_size_count msz[GSIZES];
+    uint32_t nmsz, msz_overflow;
+    uint64_t msz_other;
+};
+
+struct gsite {
+    /* shared counters first, on their own cache line */
+    _Atomic uint64_t live_objects, live_bytes, peak_objects, peak_bytes;
+    _Atomic uint64_t arena_cur, arena_peak;
+    char pad_[64 - 6 * 8];
+    /* read-only after publication */
+    uint64_t hash;
+    uint32_t id, nframes;
+    uint32_t group;              /* the site whose ring and bursts this one shares */
+    struct gmerged *mg;
+    uint64_t frames[];
+};
+
+static inline size_t gsite_bytes(void)
+{
+    return (sizeof(struct gsite) + g_depth * sizeof(uint64_t) + 63u) & ~(size_t)63;
+}
+
+/* counters: plain loads and stores until a second thread records */
+static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
+{
+    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
+        uint64_t v = atomic_load_explicit(a, memory_order_relaxed) + d;
+        atomic_store_explicit(a, v, memory_order_relaxed);
+        return v;
+    }
+    return atomic_fetch_add_explicit(a, d, memory_order_relaxed) + d;
+}
+
+static inline void cnt_max(_Atomic uint64_t *a, uint64_t v)
+{
+    uint64_t p = atomic_load_explicit(a, memory_order_relaxed);
+    if (LIKELY(v <= p))
+        return;
+    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
+        atomic_store_explicit(a, v, memory_order_relaxed);
+        return;
+    }
+    while (v > p && !atomic_compare_exchange_weak_explicit(a, &p, v, memory_order_relaxed,
+                                                            memory_order_relaxed)) {
+    }
+}
+
+static inline void lsite_reset(struct lsite *l)
+{
+    memset(&l->s, 0, sizeof l->s);
+    l->s.min_size = UINT64_MAX;
+    memset(l->sz, 0, sizeof l->sz);
+    l->nsz = l->sz_overflow = 0;
+    l->sz_other = 0;
+}
+
+struct module {
+    uint64_t bias, lo, hi;
+    char *path;
+    uint32_t len;
+};
+
+static inline uint32_t fsz_global(uint64_t pc)
+{
+    size_t mask = ((size_t)1 << FSZ_BITS) - 1;
+    size_t i = (size_t)mix64(pc) & mask;
+    for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & mask) {
+        uint64_t v = atomic_load_explicit(&g_fsz[i], memory_order_relaxed);
+        if (v == 0)
+            return FS_MISS;
+        if ((v >> 16) == pc)
+            return (uint32_t)(v & 0xffffu);
+    }
+    return FS_MISS;
+}
+
+/* Whether this call is recorded: recording, and not the recorder's own. */
+static inline bool recording(void)
+{
+    return LIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) == ST_REC) && !tls_guard;
+}
+
+/* ---- the functions of the other files ---- */
+
+/* state.c: the recorder's own memory */
+void mrr_rec_mem_add(int64_t d);
+void *mrr_imalloc(size_t n);             /* zeroed, counted */
+void mrr_ifree(void *p, size_t n);
+void *mrr_imap(size_t n);                /* zeroed pages, NULL on failure */
+uint64_t mrr_resident(const void *p, size_t n);
+/* clock.c */
+void mrr_clock_calibrate(void);
+void mrr_timer_calibrate(void);
+/* modules.c (the callers hold no lock) */
+void mrr_modules_note(const uint64_t *fr, unsigned nf);
+int mrr_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg);
+/* stack.c */
+NOINLINE unsigned mrr_unwind_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth, bool learn);
+COLD unsigned mrr_verify_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned n, unsigned depth);
+/* sites.c */
+COLD uint32_t mrr_site_create(const uint64_t *fr, unsigned n, uint64_t h);
+/* threads.c */
+size_t mrr_tstate_bytes(void);
+COLD struct tstate *mrr_thread_register(void);
+COLD struct lsite *mrr_lsite_slow(struct tstate *ts, uint32_t site);
+void mrr_thread_release(struct tstate *ts);
+/* trace.c */
+void mrr_trace_open(void);
+void mrr_write_all(int fd, const void *buf, size_t n);
+COLD void mrr_tr_flush(struct tstate *ts);
+/* record.c */
+NOINLINE void mrr_burst_end(struct tstate *ts);
+NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa);
+NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw);
+/* merge.c */
+void mrr_merge_thread(struct tstate *ts);
+void mrr_thread_exit(void *arg);
+void mrr_flush_all(bool closing);
+/* profile_out.c */
+void mrr_write_profile(uint64_t end_ns);
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/record/start.c -- start-up: the environment the driver set
+ * taken (and removed, LD_PRELOAD restored, so that only the process
+ * started is profiled), the tables mapped, the trace opened, the clocks
+ * calibrated; and a fork's child, which records and writes nothing. */
+#include <dlfcn.h>
+#include <sys/auxv.h>
+#include <unwind.h>
+
+#include "record.h"
+
+static void fork_child(void)
+{
+    atomic_store_explicit(&g_state, ST_CHILD, memory_order_relaxed);
+    g_trace_fd = -1; /* the parent's: never written by the child */
+}
+
+static _Unwind_Reason_Code noop_cb(struct _Unwind_Context *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return _URC_NO_REASON;
+}
+
+static void env_take(const char *name, char *dst, size_t cap, bool *present)
+{
+    const char *v = getenv(name);
+    *present = v != NULL;
+    dst[0] = 0;
+    if (v) {
+        size_t n = strlen(v);
+        if (n >= cap)
+            n = cap - 1;
+        memcpy(dst, v, n);
+        dst[n] = 0;
+    }
+}
+
+static void env_clean(void)
+{
+    char name[128];
+    for (;;) {
+        bool found = false;
+        for (char **e = environ; e && *e; e++) {
+            if (strncmp(*e, "MEMRES_ADVISE_", 14) == 0) {
+                const char *eq = strchr(*e, '=');
+                size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+                if (n >= sizeof name)
+                    n = sizeof name - 1;
+                memcpy(name, *e, n);
+                name[n] = 0;
+                found = true;
+                break;
+            }
+        }
+        if (!found)
+            return;
+        unsetenv(name);
+    }
+}
+__attribute__((constructor(101))) static void rec_init(void)
+{
+    int expect = ST_INIT;
+    if (atomic_load(&g_state) != ST_INIT)
+        return;
+    tls_guard++;
+    int e = errno;
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps > 0)
+        g_pagesize = (size_t)ps;
+    bool have_prof, have_depth, have_trace, have_preload, have_stack;
+    char depth[32], preload[4096], stack[32];
+    env_take("MEMRES_ADVISE_PROFILE", g_profile, sizeof g_profile, &have_prof);
+    env_take("MEMRES_ADVISE_DEPTH", depth, sizeof depth, &have_depth);
+    env_take("MEMRES_ADVISE_TRACE", g_trace_path, sizeof g_trace_path, &have_trace);
+    env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
+    env_take("MEMRES_ADVISE_STACK", stack, sizeof stack, &have_stack); /* for measurements */
+    env_clean();
+    /* LD_PRELOAD as it was before the driver: set (possibly to "") when
+     * the driver passed it, unset when it did not */
+    if (have_prof) {
+        if (have_preload)
+            setenv("LD_PRELOAD", preload, 1);
+        else
+            unsetenv("LD_PRELOAD");
+    }
+    if (!have_prof || !g_profile[0]) {
+        atomic_store(&g_state, ST_OFF);
+        goto out;
+    }
+    if (have_depth) {
+        long d = strtol(depth, NULL, 10);
+        if (d >= 1)
+            g_depth = d > (long)MRA_MAX_DEPTH ? MRA_MAX_DEPTH : (unsigned)d;
+    }
+    if (have_stack) {
+        if (strcmp(stack, "unwind") == 0)
+            g_stack_mode = STACK_UNWIND;
+        else if (strcmp(stack, "fp") == 0)
+            g_stack_mode = STACK_FP;
+        else if (strcmp(stack, "ra") == 0)
+            g_stack_mode = STACK_RA;
+    }
+    const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
+    uint64_t sec = mra_mono_ns() ^ (uint64_t)getpid() << 32;
+    if (rnd) {
+        uint64_t r[2];
+        memcpy(r, rnd, sizeof r);
+        sec ^= r[0] ^ mix64(r[1]);
+    }
+    g_secret = mix64(sec) | 1u;
+    {
+        void *sym = dlsym(RTLD_NEXT, "malloc_usable_size");
+        if (sym)
+            memcpy(&g_usable, &sym, sizeof sym);
+    }
+    ssize_t n = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
+    g_exe[n > 0 ? (size_t)n : 0] = 0;
+    g_slots = mrr_imap(sizeof(uint32_t) << SLOT_BITS);
+    g_sites = mrr_imap(sizeof(struct gsite *) << SLOT_BITS);
+    g_gkeys = mrr_imap(sizeof(uint64_t) << SLOT_BITS);
+    g_gsite = mrr_imap(sizeof(uint32_t) << SLOT_BITS);
+    g_fsz = mrr_imap(sizeof(uint64_t) << FSZ_BITS);
+    if (!g_slots || !g_sites || !g_gkeys || !g_gsite || !g_fsz || pthread_key_create(&g_key, mrr_thread_exit) != 0) {
+        atomic_store(&g_state, ST_OFF);
+        goto out;
+    }
+    pthread_atfork(NULL, NULL, fork_child);
+    if (have_trace && g_trace_path[0])
+        mrr_trace_open();
+    _Unwind_Backtrace(noop_cb, NULL); /* libgcc's own set-up, here */
+    mrr_clock_calibrate();
+    mrr_timer_calibrate();
+    g_start_ns = mra_mono_ns();
+    atomic_compare_exchange_strong(&g_state, &expect, ST_REC);
+out:
+    errno = e;
+    tls_guard--;
+}

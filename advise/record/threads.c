@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/record/threads.c -- a thread's state: made at its first
+ * recorded call (its index, its stack bounds, its clocks, on the list of
+ * threads), its per-site table grown, and released once merged (merge.c).
+ * Reading it on the allocation path is hot.h's (get_ts, lsite_get). */
+#include "record.h"
+
+size_t mrr_tstate_bytes(void)
+{
+    return sizeof(struct tstate) + (g_trace_fd >= 0 ? MRA_TRACE_CHUNK : 0u);
+}
+
+COLD struct tstate *mrr_thread_register(void)
+{
+    if (tls_dead)
+        return NULL;
+    int e = errno;
+    size_t tb = mrr_tstate_bytes();
+    struct tstate *ts = mrr_imalloc(tb);
+    if (!ts) {
+        errno = e;
+        return NULL;
+    }
+    if (g_trace_fd >= 0)
+        ts->tbuf = (uint8_t *)(ts + 1);
+    ts->index = atomic_fetch_add_explicit(&g_nthreads, 1, memory_order_relaxed) + 1;
+    if (ts->index >= 2)
+        atomic_store_explicit(&g_multi, 1, memory_order_relaxed);
+    ts->fc_epoch = atomic_load_explicit(&g_fc_epoch, memory_order_relaxed);
+    ts->t_cur = ts->t_last = now_time();
+    ts->t_left = 1;
+    ts->samp_left = ts->samp_gap = SAMPLE_EVERY;
+    ts->burst_epoch = 1;
+    ts->samp_rng = (uint32_t)mix64(g_secret ^ ts->index) | 1u;
+    ts->verify_every = VERIFY_FIRST;
+    for (unsigned i = 0; i < MRA_MAX_DEPTH; i++)
+        ts->memo[i] = MEMO_NONE;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *addr;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            ts->stk_lo = (uintptr_t)addr;
+            ts->stk_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_lock(&g_list_mu);
+    ts->next = g_threads;
+    if (g_threads)
+        g_threads->prev = ts;
+    g_threads = ts;
+    pthread_mutex_unlock(&g_list_mu);
+    pthread_setspecific(g_key, ts);
+    tls_ts = ts;
+    errno = e;
+    return ts;
+}
+
+COLD struct lsite *mrr_lsite_slow(struct tstate *ts, uint32_t site)
+{
+    int e = errno;
+    if (site >= ts->lcap) {
+        uint32_t nc = ts->lcap ? ts->lcap : 64;
+        while (nc <= site)
+            nc *= 2;
+        struct lsite **a = mrr_imalloc(nc * sizeof *a);
+        if (!a) {
+            errno = e;
+            return NULL;
+        }
+        if (ts->ls)
+            memcpy(a, ts->ls, ts->lcap * sizeof *a);
+        mrr_ifree(ts->ls, ts->lcap * sizeof *a);
+        ts->ls = a;
+        ts->lcap = nc;
+    }
+    struct lsite *l = mrr_imalloc(sizeof *l);
+    if (l) {
+        lsite_reset(l);
+        ts->ls[site] = l;
+        uint32_t grp = g_sites[site]->group;
+        l->grp = grp == site                          ? l
+                 : grp < ts->lcap && ts->ls[grp] != NULL ? ts->ls[grp]
+                                                         : mrr_lsite_slow(ts, grp);
+        if (!l->grp)
+            l->grp = l;
+    }
+    errno = e;
+    return l;
+}
+
+void mrr_thread_release(struct tstate *ts)
+{
+    for (uint32_t i = 0; i < ts->lcap; i++)
+        if (ts->ls[i])
+            mrr_ifree(ts->ls[i], sizeof(struct lsite));
+    mrr_ifree(ts->ls, ts->lcap * sizeof(struct lsite *));
+    mrr_ifree(ts, mrr_tstate_bytes());
+}
