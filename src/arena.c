@@ -389,14 +389,12 @@ static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
 
 mr_arena *mri_arena_create_new(const mr_arena_options *opts)
 {
-    if (opts != NULL && opts->parent != NULL && !mri_node_can_adopt(opts->parent, "mr_arena_create"))
-        return NULL;
     mr_arena_options o = {0};
     if (opts != NULL)
         o = *opts;
-    mr_resource *up = o.upstream != NULL ? o.upstream
-                      : o.parent != NULL ? mri_node_upstream(o.parent)
-                                         : mr_get_default_resource();
+    mr_resource *up = mri_node_begin(o.parent, o.upstream, mr_get_default_resource, "mr_arena_create");
+    if (up == NULL)
+        return NULL;
     size_t bs, mx;
     if ((o.buffer == NULL) != (o.buffer_size == 0) || (unsigned)o.huge_pages > MR_HUGE_PAGES_OFF ||
         !growth_sizes(&o, up == mr_page_resource_huge(), &bs, &mx))
@@ -409,14 +407,14 @@ mr_arena *mri_arena_create_new(const mr_arena_options *opts)
         a = carve_buffer(o.buffer, o.buffer_size, &first);
         if (a == NULL)
             return mri_fail(EINVAL);
+        memset(a, 0, sizeof *a);
     } else {
         header_size = sizeof(mr_arena);
-        a = mri_ledger_allocate(&ledger, up, header_size, alignof(mr_arena));
+        a = mri_node_header(&ledger, up, header_size, alignof(mr_arena), 0);
         if (a == NULL)
             return mri_fail(ENOMEM);
     }
 
-    memset(a, 0, sizeof *a);
     a->resource.ops = &view_ops;
     a->upstream = up;
     a->big_source = mri_os_block_source(up, o.huge_pages, MR_HUGE_PAGE_SIZE);
@@ -434,9 +432,7 @@ mr_arena *mri_arena_create_new(const mr_arena_options *opts)
         mri_track_poison(data_of(first), first->size - HDR);
     }
     restart(a);
-    mri_node_init(&a->node, &mri_arena_node_ops, o.name, up, NULL, &a->hot.cleanup_seq);
-    if (o.parent != NULL)
-        mri_node_link(&a->node, o.parent);
+    mri_node_create(&a->node, &mri_arena_node_ops, o.name, o.parent, up, NULL, &a->hot.cleanup_seq);
     MRI_WALK_NOW(a, mri_arena_walk);
     return a;
 }
@@ -485,20 +481,6 @@ MR_API void mr_arena_release(mr_arena *a)
     MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
     MRI_WALK_NOW(a, mri_arena_walk);
 }
-
-/* Frees the header (or leaves the caller's buffer). */
-void mri_arena_free_header(mr_arena *a)
-{
-    if (a->header_size != 0) {
-        mri_ledger ledger = a->ledger; /* the header goes: count on a copy */
-        mri_ledger_deallocate(&ledger, a->upstream, a, a->header_size, alignof(mr_arena));
-    } else {
-        void *buffer = a->buffer;
-        mri_track_unpoison(buffer, a->buffer_size);
-        mri_track_unlend(buffer);
-    }
-}
-
 
 /* ---- marks ---- */
 

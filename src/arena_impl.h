@@ -137,7 +137,6 @@ static inline uint64_t mri_arena_new_id(void)
 mr_arena *mri_arena_create_new(const mr_arena_options *opts); /* mr_arena_create, not reusing */
 void mri_arena_free_list(mr_arena *a, block *b);
 void mri_arena_free_blocks(mr_arena *a); /* every owned block upstream; the buffer stays */
-void mri_arena_free_header(mr_arena *a);
 size_t mri_arena_next_growth(size_t cur, size_t max);
 bool mri_arena_in_use_block(const mr_arena *a, const block *b);
 

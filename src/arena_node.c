@@ -154,6 +154,28 @@ static void keep(mr_arena *a)
     restart(a); /* (cleanup_seq goes on counting: the numbers are relative) */
 }
 
+/* node_ops.free_kept: a kept child (never over a caller's buffer) and its
+ * memory. */
+static void node_free_kept(mr_node *n)
+{
+    mr_arena *a = mri_container_of(n, mr_arena, node);
+    mri_arena_free_blocks(a);
+    mri_node_free_header(a->upstream, a, a->header_size, alignof(mr_arena), &a->ledger);
+}
+
+/* The tree's release tail (src/tree.h), the blocks gone: the header back
+ * upstream, or the caller's buffer no longer lent. */
+static void release(mr_arena *a)
+{
+    void *buffer = a->buffer;
+    size_t buffer_size = a->buffer_size;
+    mri_node_release(&a->node, a, a->header_size, alignof(mr_arena), &a->ledger);
+    if (buffer != NULL) {
+        mri_track_unpoison(buffer, buffer_size);
+        mri_track_unlend(buffer);
+    }
+}
+
 /* node_ops.free: the children and cleanups are gone.  Kept (keeper_of)
  * when made with no buffer over its parent's upstream, the keeper not
  * dying and with room. */
@@ -169,15 +191,14 @@ void mri_arena_node_free(mr_node *n)
             (keeper->lock == NULL && keeper->nkept >= MR_TREE_KEEP_CHILDREN))
             keeper = NULL; /* (a shared keeper's count is read under its lock) */
     }
-    if (keeper != NULL)
-        keep(a);
-    else
+    if (keeper == NULL) {
         mri_arena_free_blocks(a);
-    if (mri_node_leave(n, keeper)) /* decided under the parent's lock */
+        release(a);
         return;
-    if (keeper != NULL)
-        mri_arena_free_blocks(a);
-    mri_arena_free_header(a);
+    }
+    keep(a);
+    if (!mri_node_leave(n, keeper)) /* refused under the parent's lock: freed as a kept child is */
+        node_free_kept(n);
 }
 
 MR_API void mr_arena_destroy(mr_arena *a)
@@ -210,12 +231,6 @@ MR_API void mr_arena_destroy(mr_arena *a)
         mri_node_destroy_checked(n);
 }
 
-static void node_free_kept(mr_node *n)
-{
-    mr_arena *a = mri_container_of(n, mr_arena, node);
-    mri_arena_free_blocks(a);
-    mri_arena_free_header(a);
-}
 
 MR_API mr_node *mr_arena_node(mr_arena *a) { return &a->node; }
 
@@ -271,8 +286,15 @@ static void node_cleanup_run(mr_node *n)
     c->fn(c->arg);
 }
 
+static mr_node *node_of(mr_resource *r)
+{
+    mr_arena *a = mr_arena_of_resource(r);
+    return a != NULL ? &a->node : NULL;
+}
+
 const struct mri_node_ops mri_arena_node_ops = {
     .kind = "arena",
+    .node_of = node_of,
     .free = mri_arena_node_free,
     .free_kept = node_free_kept,
     .figures = node_figures,
@@ -280,12 +302,6 @@ const struct mri_node_ops mri_arena_node_ops = {
     .cleanup_top = node_cleanup_top,
     .cleanup_run = node_cleanup_run,
 };
-
-mr_node *mri_arena_node_of(mr_resource *r)
-{
-    mr_arena *a = mr_arena_of_resource(r);
-    return a != NULL ? &a->node : NULL;
-}
 
 #define CHECK(cond, ...) MRI_VERIFY(cond, "mr_arena_check", (const void *)a, __VA_ARGS__)
 

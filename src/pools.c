@@ -327,12 +327,6 @@ MR_API mr_pools *mr_pools_of_resource(mr_resource *r)
     return r != NULL && r->ops == &view_ops ? mri_container_of(r, mr_pools, resource) : NULL;
 }
 
-mr_node *mri_pools_node_of(mr_resource *r)
-{
-    mr_pools *p = mr_pools_of_resource(r);
-    return p != NULL ? &p->node : NULL;
-}
-
 /* ---- lifetime ---- */
 
 /* The engine of a thread-safe pool, in its header block at off. */
@@ -358,11 +352,9 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     mr_pools_options o = {0};
     if (opts != NULL)
         o = *opts;
-    if (o.parent != NULL && !mri_node_can_adopt(o.parent, "mr_pools_create"))
+    mr_resource *up = mri_node_begin(o.parent, o.upstream, mr_get_default_resource, "mr_pools_create");
+    if (up == NULL)
         return NULL;
-    mr_resource *up = o.upstream != NULL ? o.upstream
-                      : o.parent != NULL ? mri_node_upstream(o.parent)
-                                         : mr_get_default_resource();
     size_t largest = o.largest_required_pool_block != 0 ? o.largest_required_pool_block : MR_POOLS_DEFAULT_POOL_BLOCK;
     if (largest > MR_POOLS_MAX_POOL_BLOCK)
         largest = MR_POOLS_MAX_POOL_BLOCK;
@@ -379,17 +371,11 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     size_t bytes = o.thread_safe ? lock_off + sizeof(mri_lock)
                                  : off + nclasses * (sizeof(struct mri_pools_class) + sizeof(struct mri_pools_cold));
     mri_ledger ledger = {0};
-    mr_pools *p = mri_ledger_allocate(&ledger, up, bytes, HEADER_ALIGN);
+    mr_pools *p = mri_node_header(&ledger, up, bytes, HEADER_ALIGN, o.thread_safe ? lock_off : 0);
     if (p == NULL)
         return NULL;
-    memset(p, 0, bytes);
     *p = shape; /* the classes and the inline bound */
     mri_lock *tree_lock = o.thread_safe ? (mri_lock *)(void *)((char *)p + lock_off) : NULL;
-    if (tree_lock != NULL && !mri_lock_init(tree_lock)) {
-        mri_ledger_deallocate(&ledger, up, p, bytes, HEADER_ALIGN);
-        return mri_fail(ENOMEM);
-    }
-    mri_node_init(&p->node, &mri_pools_node_ops, o.name, up, tree_lock, NULL);
     p->ledger = ledger;
     p->hot.key = mri_os_random();
     p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
@@ -410,8 +396,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
             p->hot.classes[i].size = class_size(p, i);
         MRI_WALK_NOW(p, mri_pools_walk);
     }
-    if (o.parent != NULL)
-        mri_node_link(&p->node, o.parent);
+    mri_node_create(&p->node, &mri_pools_node_ops, o.name, o.parent, up, tree_lock, NULL);
     return p;
 }
 
@@ -481,11 +466,7 @@ void mri_pools_node_free(mr_node *n)
     } else {
         release(p);
     }
-    (void)mri_node_leave(n, NULL);
-    if (n->lock != NULL)
-        mri_lock_fini(n->lock);
-    mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
-    mri_ledger_deallocate(&ledger, p->upstream, p, p->header_bytes, HEADER_ALIGN);
+    mri_node_release(n, p, p->header_bytes, HEADER_ALIGN, &p->ledger);
 }
 
 MR_API void mr_pools_destroy(mr_pools *p)

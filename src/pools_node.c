@@ -52,8 +52,15 @@ static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
     *blocks = p->ledger.upstream_allocations - p->ledger.upstream_deallocations;
 }
 
+static mr_node *node_of(mr_resource *r)
+{
+    mr_pools *p = mr_pools_of_resource(r);
+    return p != NULL ? &p->node : NULL;
+}
+
 const struct mri_node_ops mri_pools_node_ops = {
     .kind = "pools",
+    .node_of = node_of,
     .free = mri_pools_node_free,
     .figures = node_figures,
     .held = node_held,
