@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* src/pools.c -- size-class pools (std::pmr::unsynchronized_pool_resource,
- * PostgreSQL's AllocSet): classes, refill, lifecycle, walker.  The classes'
+ * PostgreSQL's AllocSet): classes, refill, lifecycle, stats, the node.  The classes'
  * sizes are memres/bits/classes.h; chunks and their records, chunks.c;
  * requests the classes do not serve, direct.c; what the pool gives back
  * while it runs, trim.c; the thread-safe engine, tsafe.c.
@@ -455,8 +455,8 @@ MR_API void mr_pools_reset(mr_pools *p)
     MRI_WALK_NOW(p, mri_pools_walk);
 }
 
-/* The node's free (pools_node.c): the children are gone. */
-void mri_pools_node_free(mr_node *n)
+/* node_ops.free: the children are gone. */
+static void node_free(mr_node *n)
 {
     mr_pools *p = mri_container_of(n, mr_pools, node);
     mri_node_drop_kept(n);
@@ -478,6 +478,28 @@ MR_API void mr_pools_destroy(mr_pools *p)
 MR_API mr_node *mr_pools_node(mr_pools *p) { return &p->node; }
 
 /* ---- queries ---- */
+
+MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
+{
+    MR_ASSERT(p != NULL && out != NULL, "mr_pools_stats: NULL argument");
+    size_t in_use = 0, allocations = 0;
+    for (size_t i = 0; i < p->nclasses; i++) {
+        size_t a, f;
+        if (p->tc != NULL) { /* a snapshot: each count is read once, while threads go on */
+            mri_tc_counts(p->tc, i, &a, &f);
+        } else {
+            a = p->hot.classes[i].allocations;
+            f = p->hot.classes[i].frees;
+        }
+        in_use += (a > f ? a - f : 0) * class_size(p, i);
+        allocations += a;
+    }
+    mri_pools_lock((mr_pools *)p); /* the lock is not part of the value */
+    mri_ledger_stats(&p->ledger, out);
+    out->in_use = in_use + p->direct_bytes;
+    out->allocations = allocations + p->direct_allocations;
+    mri_pools_unlock((mr_pools *)p);
+}
 
 MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t size, size_t align)
 {
@@ -502,3 +524,41 @@ MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out)
     out->name = mri_node_name(&p->node);
     out->parent = p->node.parent;
 }
+
+/* ---- the node (src/tree.h) ---- */
+
+static void node_figures(const mr_node *n, struct mri_figures *f)
+{
+    const mr_pools *p = mri_container_of(n, mr_pools, node);
+    mr_pools_stats(p, &f->s);
+    f->blocks = f->s.upstream_allocations - f->s.upstream_deallocations;
+    f->free_chunks = 0;
+    if (p->tc == NULL) /* free blocks: each class's list length, without a walk */
+        for (size_t i = 0; i < p->nclasses; i++) {
+            const struct mri_pools_class *c = &p->hot.classes[i];
+            size_t bump = c->chunks != NULL ? (c->end - c->bump) / c->size : 0;
+            size_t live = c->allocations - c->frees;
+            f->free_chunks += p->cold[i].carved > live + bump ? p->cold[i].carved - live - bump : 0;
+        }
+}
+
+static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
+{
+    const mr_pools *p = mri_container_of(n, mr_pools, node);
+    *bytes = p->ledger.held;
+    *blocks = p->ledger.upstream_allocations - p->ledger.upstream_deallocations;
+}
+
+static mr_node *node_of(mr_resource *r)
+{
+    mr_pools *p = mr_pools_of_resource(r);
+    return p != NULL ? &p->node : NULL;
+}
+
+const struct mri_node_ops mri_pools_node_ops = {
+    .kind = "pools",
+    .node_of = node_of,
+    .free = node_free,
+    .figures = node_figures,
+    .held = node_held,
+};
