@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* src/pools.c -- size-class pools (std::pmr::unsynchronized_pool_resource,
- * PostgreSQL's AllocSet): classes, refill, lifecycle, stats, the node.  The classes'
- * sizes are memres/bits/classes.h; chunks and their records, chunks.c;
- * requests the classes do not serve, direct.c; what the pool gives back
- * while it runs, trim.c; the thread-safe engine, tsafe.c.
+ * PostgreSQL's AllocSet): classes, refill, lifecycle, stats, the node.  The
+ * classes' sizes are memres/bits/classes.h; chunks and their records,
+ * chunks.c; requests the classes do not serve, direct.c; what the pool
+ * gives back while it runs, trim.c; the thread-safe engine, tsafe.c; the
+ * walker, pools_check.c.
  *
  * What it is for: many objects of many sizes, freed one by one or all at
  * once, by a caller who knows each size when it frees (C++ allocators, a
