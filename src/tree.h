@@ -305,8 +305,8 @@ static inline void mri_node_create(mr_node *n, const struct mri_node_ops *ops, c
         mri_node_link(n, parent);
 }
 
-/* Gives back a header (from mri_node_header(ledger, up, bytes, align, ..))
- * that held the ledger: counted on a copy. */
+/* Gives back a header from mri_node_header(ledger, up, bytes, align, ..);
+ * ledger (NULL: not counted) lies in that header: counted on a copy. */
 static inline void mri_node_free_header(mr_resource *up, void *header, size_t bytes, size_t align,
                                         const mri_ledger *ledger)
 {
