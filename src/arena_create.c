@@ -375,8 +375,7 @@ static void node_cleanup_run(mr_node *n)
 
 static mr_node *node_of(mr_resource *r)
 {
-    mr_arena *a = mr_arena_of_resource(r);
-    return a != NULL ? &a->node : NULL;
+    return r->ops == &mri_arena_view_ops ? &mri_container_of(r, mr_arena, resource)->node : NULL;
 }
 
 const struct mri_node_ops mri_arena_node_ops = {

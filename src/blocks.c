@@ -546,7 +546,7 @@ static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
 
 static mr_node *node_of(mr_resource *r)
 {
-    return r != NULL && r->ops == &view_ops ? &mri_container_of(r, mr_blocks, resource)->node : NULL;
+    return r->ops == &view_ops ? &mri_container_of(r, mr_blocks, resource)->node : NULL;
 }
 
 const struct mri_node_ops mri_blocks_node_ops = {

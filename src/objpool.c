@@ -595,8 +595,7 @@ static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
 
 static mr_node *node_of(mr_resource *r)
 {
-    mr_objpool *p = mr_objpool_of_resource(r);
-    return p != NULL ? &p->node : NULL;
+    return r->ops == &view_ops ? &mri_container_of(r, mr_objpool, resource)->node : NULL;
 }
 
 const struct mri_node_ops mri_objpool_node_ops = {

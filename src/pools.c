@@ -552,8 +552,7 @@ static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
 
 static mr_node *node_of(mr_resource *r)
 {
-    mr_pools *p = mr_pools_of_resource(r);
-    return p != NULL ? &p->node : NULL;
+    return r->ops == &view_ops ? &mri_container_of(r, mr_pools, resource)->node : NULL;
 }
 
 const struct mri_node_ops mri_pools_node_ops = {

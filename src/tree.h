@@ -53,7 +53,8 @@ struct mri_figures {
  * docs/design.md's "How a new allocator kind joins the tree"). */
 struct mri_node_ops {
     const char *kind;
-    /* The node of r when r is this kind's resource view, else NULL. */
+    /* The node of r (not NULL) when r is this kind's resource view, else
+     * NULL. */
     mr_node *(*node_of)(mr_resource *r);
     /* The allocator's teardown, its children and cleanups gone: memory
      * upstream, header freed -- or kept by its parent (mri_node_leave). */
@@ -336,8 +337,8 @@ static inline void mri_node_release(mr_node *n, void *header, size_t bytes, size
  * bytes. */
 size_t mri_node_drop_kept(mr_node *p);
 
-/* The node of a resource view of any kind in the table of kinds
- * (src/tree_kinds.c), or NULL. */
+/* The node of a resource view (not NULL) of any kind in the table of
+ * kinds (src/tree_kinds.c), or NULL. */
 mr_node *mri_node_of(mr_resource *r);
 
 #endif /* MEMRES_TREE_INTERNAL_H */
