@@ -324,122 +324,15 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
     return down ? bump_down8(a, size) : bump(a, p, size, rsize);
 }
 
-/* ---- create / destroy ---- */
+/* ---- release ---- */
 
 static void *view_allocate(mr_resource *self, size_t size, size_t align);
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
-static const struct mr_resource_ops view_ops = {view_allocate, view_deallocate, NULL};
+const struct mr_resource_ops mri_arena_view_ops = {view_allocate, view_deallocate, NULL};
 
 /* The last arena id handed out (mri_arena_new_id): the only state shared
  * by all arenas. */
 _Atomic uint64_t mri_arena_last_id;
-
-/* The header and the first block carved from a caller's buffer: the
- * buffer's first MR_ARENA_BUFFER_MIN bytes always hold both. */
-_Static_assert(alignof(struct mr_arena) - 1 + sizeof(struct mr_arena) + ALIGN - 1 + HDR + ALIGN <= MR_ARENA_BUFFER_MIN,
-               "MR_ARENA_BUFFER_MIN holds the header and one aligned object");
-
-/* Block sizes from the options: defaults, the MIN_BLOCK_SIZE floor, the cap
- * raised to the first size, both rounded as every block is.  false on
- * options no arena can honour.  huge: the upstream is
- * mr_page_resource_huge(), where the default first block is the largest
- * default size: smaller blocks there are separate mappings of small pages
- * (no huge page can back them), and binary-trees' small trees, which live
- * in the first blocks after a rewind, ran 1.05x slower in them than in a
- * 2 MiB block or in the default arena's malloc'd ones (the Intel Xeon VM,
- * docs/BENCHMARKS.md "binary-trees"). */
-static bool growth_sizes(const mr_arena_options *o, bool huge, size_t *first, size_t *max)
-{
-    if (o->block_size != 0 && o->max_block_size != 0 && o->block_size > o->max_block_size)
-        return false;
-    size_t bs = o->block_size != 0 ? o->block_size : huge ? DEFAULT_MAX_BLOCK_SIZE : DEFAULT_BLOCK_SIZE;
-    size_t mx = o->max_block_size != 0 ? o->max_block_size : DEFAULT_MAX_BLOCK_SIZE;
-    if (o->max_block_size == 0 && mx < bs)
-        mx = bs;
-    if (o->block_size == 0 && bs > mx)
-        bs = mx;
-    if (bs < MIN_BLOCK_SIZE)
-        bs = MIN_BLOCK_SIZE;
-    if (mx < bs)
-        mx = bs;
-    return mri_round_block(bs, first) && mri_round_block(mx, max);
-}
-
-/* Carves the header and the first block (the rest) from the caller's
- * buffer.  NULL when the buffer cannot hold them. */
-static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
-{
-    uintptr_t start = (uintptr_t)buffer, end = start + buffer_size;
-    uintptr_t ha = mri_align_ptr(start, alignof(mr_arena));
-    uintptr_t ba = mri_align_ptr(ha + sizeof(mr_arena), ALIGN);
-    if (buffer_size < MR_ARENA_BUFFER_MIN || end < start || ha < start || ba < ha || ba > end || end - ba < HDR + ALIGN)
-        return NULL;
-    block *b = (block *)ba;
-    b->next = NULL;
-    b->size = (size_t)(end - ba);
-    set_end(b);
-    b->top = data_of(b);
-    b->low = end_of(b);
-    b->meta = 0;
-    *first = b;
-    return (mr_arena *)ha;
-}
-
-/* ---- create / destroy ---- */
-
-mr_arena *mri_arena_create_new(const mr_arena_options *opts)
-{
-    if (opts != NULL && opts->parent != NULL && !mri_node_can_adopt(opts->parent, "mr_arena_create"))
-        return NULL;
-    mr_arena_options o = {0};
-    if (opts != NULL)
-        o = *opts;
-    mr_resource *up = o.upstream != NULL ? o.upstream
-                      : o.parent != NULL ? mri_node_upstream(o.parent)
-                                         : mr_get_default_resource();
-    size_t bs, mx;
-    if ((o.buffer == NULL) != (o.buffer_size == 0) || (unsigned)o.huge_pages > MR_HUGE_PAGES_OFF ||
-        !growth_sizes(&o, up == mr_page_resource_huge(), &bs, &mx))
-        return mri_fail(EINVAL);
-    mri_ledger ledger = {.limit = o.limit};
-    mr_arena *a;
-    block *first = NULL;
-    size_t header_size = 0;
-    if (o.buffer != NULL) {
-        a = carve_buffer(o.buffer, o.buffer_size, &first);
-        if (a == NULL)
-            return mri_fail(EINVAL);
-    } else {
-        header_size = sizeof(mr_arena);
-        a = mri_ledger_allocate(&ledger, up, header_size, alignof(mr_arena));
-        if (a == NULL)
-            return mri_fail(ENOMEM);
-    }
-
-    memset(a, 0, sizeof *a);
-    a->resource.ops = &view_ops;
-    a->upstream = up;
-    a->big_source = mri_os_block_source(up, o.huge_pages, MR_HUGE_PAGE_SIZE);
-    a->head = first;
-    a->block_size = a->next_size = bs;
-    a->max_block_size = mx;
-    a->ledger = ledger;
-    a->header_size = header_size;
-    a->buffer = o.buffer;
-    a->buffer_size = o.buffer_size;
-    a->hot.id = mri_arena_new_id();
-    a->made = made_of(&o);
-    if (first != NULL) {
-        mri_track_lend(o.buffer, o.buffer_size);
-        mri_track_poison(data_of(first), first->size - HDR);
-    }
-    restart(a);
-    mri_node_init(&a->node, &mri_arena_node_ops, o.name, up, NULL, &a->hot.cleanup_seq);
-    if (o.parent != NULL)
-        mri_node_link(&a->node, o.parent);
-    MRI_WALK_NOW(a, mri_arena_walk);
-    return a;
-}
 
 /* Destroys the children and runs the cleanups numbered above stop, newest
  * first (src/tree.c interleaves them); then stop is the newest number. */
@@ -485,20 +378,6 @@ MR_API void mr_arena_release(mr_arena *a)
     MR_ASSERT_INTERNAL(a->ledger.held == a->header_size);
     MRI_WALK_NOW(a, mri_arena_walk);
 }
-
-/* Frees the header (or leaves the caller's buffer). */
-void mri_arena_free_header(mr_arena *a)
-{
-    if (a->header_size != 0) {
-        mri_ledger ledger = a->ledger; /* the header goes: count on a copy */
-        mri_ledger_deallocate(&ledger, a->upstream, a, a->header_size, alignof(mr_arena));
-    } else {
-        void *buffer = a->buffer;
-        mri_track_unpoison(buffer, a->buffer_size);
-        mri_track_unlend(buffer);
-    }
-}
-
 
 /* ---- marks ---- */
 
@@ -640,6 +519,27 @@ MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_
     return q;
 }
 
+/* ---- statistics ---- */
+
+MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
+{
+    size_t in_use = 0;
+    if (a->hot.cur != NULL) {
+        for (const block *b = a->head; b != NULL; b = b->next) {
+            if (b == a->hot.cur) {
+                in_use += (a->hot.ptr - data_of(b)) + (a->cur_end - a->hot.end);
+                break;
+            }
+            in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
+        }
+    }
+    for (const block *b = a->hot.big; b != NULL; b = b->next)
+        in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
+    mri_ledger_stats(&a->ledger, out);
+    out->in_use = in_use;
+    out->allocations = a->hot.allocations;
+}
+
 /* ---- the resource view ---- */
 
 static void *view_allocate(mr_resource *self, size_t size, size_t align)
@@ -668,6 +568,6 @@ MR_API mr_resource *mr_arena_resource(mr_arena *a) { return &a->resource; }
 
 MR_API mr_arena *mr_arena_of_resource(mr_resource *r)
 {
-    return r != NULL && r->ops == &view_ops ? mri_container_of(r, mr_arena, resource) : NULL;
+    return r != NULL && r->ops == &mri_arena_view_ops ? mri_container_of(r, mr_arena, resource) : NULL;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* src/arena_impl.h -- the arena's structs and what its files share:
- * arena.c (blocks, allocation, marks, cleanups, lifetime; its head comment
- * describes the design), arena_merge.c (mr_arena_merge) and arena_node.c
- * (the arena in the tree of lifetimes: kept children; stats, the walker). */
+ * arena.c (blocks, allocation, marks, cleanups, release, stats; its head
+ * comment describes the design), arena_create.c (create and destroy, the
+ * arena in the tree of lifetimes: kept children), arena_merge.c
+ * (mr_arena_merge) and arena_check.c (the walker). */
 #ifndef MEMRES_ARENA_IMPL_H
 #define MEMRES_ARENA_IMPL_H
 
@@ -134,16 +135,16 @@ static inline uint64_t mri_arena_new_id(void)
 }
 
 /* arena.c */
-mr_arena *mri_arena_create_new(const mr_arena_options *opts); /* mr_arena_create, not reusing */
+extern const struct mr_resource_ops mri_arena_view_ops; /* mr_arena_resource() */
 void mri_arena_free_list(mr_arena *a, block *b);
 void mri_arena_free_blocks(mr_arena *a); /* every owned block upstream; the buffer stays */
-void mri_arena_free_header(mr_arena *a);
 size_t mri_arena_next_growth(size_t cur, size_t max);
 bool mri_arena_in_use_block(const mr_arena *a, const block *b);
 
-/* arena_node.c */
-extern const struct mri_node_ops mri_arena_node_ops;
-void mri_arena_node_free(mr_node *n); /* its free: memory upstream, or kept by the parent */
+/* arena_create.c */
+extern const struct mri_node_ops mri_arena_node_ops; /* in the table of kinds */
+
+/* arena_check.c */
 bool mri_arena_walk(const mr_arena *a, size_t *steps); /* mr_arena_check, counting steps */
 
 #endif /* MEMRES_ARENA_IMPL_H */

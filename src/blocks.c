@@ -124,7 +124,7 @@ struct mr_blocks {
     mri_lock tree_lock;         /* the node's tree lock: children from any thread */
 };
 
-static const struct mri_node_ops node_ops;
+extern const struct mri_node_ops mri_blocks_node_ops; /* in the table of kinds */
 
 static void *view_allocate(mr_resource *self, size_t size, size_t align);
 static void view_deallocate(mr_resource *self, void *p, size_t size, size_t align);
@@ -288,7 +288,8 @@ void mri_blocks_fork_child(void)
 static void shared_init(void)
 {
     shared_pool.upstream = mr_page_resource();
-    mri_node_init(&shared_pool.node, &node_ops, "mr_blocks_shared", shared_pool.upstream, &shared_pool.tree_lock, NULL);
+    mri_node_create(&shared_pool.node, &mri_blocks_node_ops, "mr_blocks_shared", NULL, shared_pool.upstream,
+                    &shared_pool.tree_lock, NULL);
     shared_pool.node.state |= MRI_NODE_PERMANENT;
     shared_pool.block_source = mri_os_block_source(shared_pool.upstream, MR_HUGE_PAGES_AUTO, shared_pool.block_size);
     (void)mri_threads_ready(); /* the fork handlers exist before any use */
@@ -390,17 +391,14 @@ MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts)
         return mri_fail(EINVAL);
     if ((unsigned)o.huge_pages > MR_HUGE_PAGES_OFF)
         return mri_fail(EINVAL);
-    if (o.parent != NULL && !mri_node_can_adopt(o.parent, "mr_blocks_create"))
+    mr_resource *up = mri_node_begin(o.parent, o.upstream, mr_page_resource, "mr_blocks_create");
+    if (up == NULL)
         return NULL;
-    mr_resource *up = o.upstream != NULL ? o.upstream
-                      : o.parent != NULL ? mri_node_upstream(o.parent)
-                                         : mr_page_resource();
     size_t max_free = o.max_free != 0 ? o.max_free : MR_BLOCKS_DEFAULT_MAX_FREE;
 
-    mr_blocks *b = mr_allocate(up, sizeof *b, alignof(mr_blocks));
+    mr_blocks *b = mri_node_header(NULL, up, sizeof *b, alignof(mr_blocks), 0); /* (not the ledger's) */
     if (b == NULL)
         return NULL; /* errno from the upstream */
-    memset(b, 0, sizeof *b);
     if (pthread_mutex_init(&b->lock, NULL) != 0) {
         mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
         return mri_fail(ENOMEM);
@@ -416,9 +414,7 @@ MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts)
     b->upstream = up;
     b->block_source = mri_os_block_source(up, o.huge_pages, bs);
     b->shared = false;
-    mri_node_init(&b->node, &node_ops, o.name, up, &b->tree_lock, NULL);
-    if (o.parent != NULL)
-        mri_node_link(&b->node, o.parent);
+    mri_node_create(&b->node, &mri_blocks_node_ops, o.name, o.parent, up, &b->tree_lock, NULL);
     return b;
 }
 
@@ -443,10 +439,7 @@ static void node_free(mr_node *n)
         release_block_locked(b, p);
     unlock(b);
     (void)pthread_mutex_destroy(&b->lock);
-    (void)mri_node_leave(n, NULL);
-    mri_lock_fini(&b->tree_lock);
-    mr_resource *up = b->upstream;
-    mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
+    mri_node_release(n, b, sizeof *b, alignof(mr_blocks), NULL);
 }
 
 MR_API void *mr_blocks_get(mr_blocks *b)
@@ -551,17 +544,18 @@ static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
     *blocks = b->nheld + b->nlarge + 1;
 }
 
-static const struct mri_node_ops node_ops = {
+static mr_node *node_of(mr_resource *r)
+{
+    return r->ops == &view_ops ? &mri_container_of(r, mr_blocks, resource)->node : NULL;
+}
+
+const struct mri_node_ops mri_blocks_node_ops = {
     .kind = "blocks",
+    .node_of = node_of,
     .free = node_free,
     .figures = node_figures,
     .held = node_held,
 };
-
-mr_node *mri_blocks_node_of(mr_resource *r)
-{
-    return r != NULL && r->ops == &view_ops ? &mri_container_of(r, mr_blocks, resource)->node : NULL;
-}
 
 static void *view_allocate(mr_resource *self, size_t size, size_t align)
 {

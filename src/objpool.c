@@ -99,7 +99,7 @@ struct mr_objpool {
 };
 
 static MRI_UNUSED bool walk(const mr_objpool *p, size_t *steps);
-static const struct mri_node_ops node_ops;
+extern const struct mri_node_ops mri_objpool_node_ops; /* in the table of kinds */
 
 /* ---- blocks ---- */
 
@@ -214,26 +214,20 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         block_bytes > MRI_MAX_SIZE)
         return mri_fail(EINVAL);
     mr_node *parent = opts != NULL ? opts->parent : NULL;
-    if (parent != NULL && !mri_node_can_adopt(parent, "mr_objpool_create"))
+    mr_resource *up = mri_node_begin(parent, opts != NULL ? opts->upstream : NULL, mr_get_default_resource,
+                                     "mr_objpool_create");
+    if (up == NULL)
         return NULL;
-    mr_resource *up = (opts != NULL && opts->upstream != NULL) ? opts->upstream
-                      : parent != NULL                         ? mri_node_upstream(parent)
-                                                               : mr_get_default_resource();
 
     size_t off = mri_align_up_nocheck(sizeof(struct mr_objpool), HEADER_ALIGN);
     /* thread-safe: the engine, then the tree lock, after the struct */
     size_t lock_off = mri_align_up_nocheck(off + mri_tc_bytes(1), alignof(mri_lock));
     size_t header_bytes = ts ? lock_off + sizeof(mri_lock) : sizeof(struct mr_objpool);
     mri_ledger ledger = {0};
-    mr_objpool *p = mri_ledger_allocate(&ledger, up, header_bytes, HEADER_ALIGN);
+    mr_objpool *p = mri_node_header(&ledger, up, header_bytes, HEADER_ALIGN, ts ? lock_off : 0);
     if (MR_UNLIKELY(p == NULL))
         return mri_fail(ENOMEM);
-    memset(p, 0, header_bytes);
     mri_lock *tree_lock = ts ? (mri_lock *)(void *)((char *)p + lock_off) : NULL;
-    if (ts && !mri_lock_init(tree_lock)) {
-        mri_ledger_deallocate(&ledger, up, p, header_bytes, HEADER_ALIGN);
-        return mri_fail(ENOMEM);
-    }
     p->ledger = ledger;
     p->header_bytes = header_bytes;
     p->hot.size = size;
@@ -256,9 +250,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         mri_tc_start(p->tc);
         p->hot.tc_ref = mri_tc_ref(p->tc->index);
     }
-    mri_node_init(&p->node, &node_ops, opts != NULL ? opts->name : NULL, up, tree_lock, NULL);
-    if (parent != NULL)
-        mri_node_link(&p->node, parent);
+    mri_node_create(&p->node, &mri_objpool_node_ops, opts != NULL ? opts->name : NULL, parent, up, tree_lock, NULL);
     MRI_WALK_NOW(p, walk);
     return p;
 }
@@ -274,11 +266,7 @@ static void node_free(mr_node *n)
         mri_tc_fini(p->tc); /* the caches too, and no thread finds them again */
     else
         release(p);
-    (void)mri_node_leave(n, NULL);
-    if (n->lock != NULL)
-        mri_lock_fini(n->lock);
-    mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
-    mri_ledger_deallocate(&ledger, p->upstream, p, p->header_bytes, HEADER_ALIGN);
+    mri_node_release(n, p, p->header_bytes, HEADER_ALIGN, &p->ledger);
 }
 
 MR_API void mr_objpool_destroy(mr_objpool *p)
@@ -583,8 +571,6 @@ MR_API bool mr_objpool_check(const mr_objpool *p)
     return walk(p, &steps);
 }
 
-/* ---- recognising the resource view (memres.hpp's resource_adaptor) ---- */
-
 /* ---- the node (src/tree.h) ---- */
 
 static void node_figures(const mr_node *n, struct mri_figures *f)
@@ -607,18 +593,20 @@ static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
     *blocks = p->ledger.upstream_allocations - p->ledger.upstream_deallocations;
 }
 
-static const struct mri_node_ops node_ops = {
+static mr_node *node_of(mr_resource *r)
+{
+    return r->ops == &view_ops ? &mri_container_of(r, mr_objpool, resource)->node : NULL;
+}
+
+const struct mri_node_ops mri_objpool_node_ops = {
     .kind = "objpool",
+    .node_of = node_of,
     .free = node_free,
     .figures = node_figures,
     .held = node_held,
 };
 
-mr_node *mri_objpool_node_of(mr_resource *r)
-{
-    mr_objpool *p = mr_objpool_of_resource(r);
-    return p != NULL ? &p->node : NULL;
-}
+/* ---- recognising the resource view (memres.hpp's resource_adaptor) ---- */
 
 MR_API mr_objpool *mr_objpool_of_resource(mr_resource *r)
 {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* src/pools.c -- size-class pools (std::pmr::unsynchronized_pool_resource,
- * PostgreSQL's AllocSet): classes, refill, lifecycle, walker.  The classes'
- * sizes are memres/bits/classes.h; chunks and their records, chunks.c;
- * requests the classes do not serve, direct.c; what the pool gives back
- * while it runs, trim.c; the thread-safe engine, tsafe.c.
+ * PostgreSQL's AllocSet): classes, refill, lifecycle, stats, the node.  The
+ * classes' sizes are memres/bits/classes.h; chunks and their records,
+ * chunks.c; requests the classes do not serve, direct.c; what the pool
+ * gives back while it runs, trim.c; the thread-safe engine, tsafe.c; the
+ * walker, pools_check.c.
  *
  * What it is for: many objects of many sizes, freed one by one or all at
  * once, by a caller who knows each size when it frees (C++ allocators, a
@@ -327,12 +328,6 @@ MR_API mr_pools *mr_pools_of_resource(mr_resource *r)
     return r != NULL && r->ops == &view_ops ? mri_container_of(r, mr_pools, resource) : NULL;
 }
 
-mr_node *mri_pools_node_of(mr_resource *r)
-{
-    mr_pools *p = mr_pools_of_resource(r);
-    return p != NULL ? &p->node : NULL;
-}
-
 /* ---- lifetime ---- */
 
 /* The engine of a thread-safe pool, in its header block at off. */
@@ -358,11 +353,9 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     mr_pools_options o = {0};
     if (opts != NULL)
         o = *opts;
-    if (o.parent != NULL && !mri_node_can_adopt(o.parent, "mr_pools_create"))
+    mr_resource *up = mri_node_begin(o.parent, o.upstream, mr_get_default_resource, "mr_pools_create");
+    if (up == NULL)
         return NULL;
-    mr_resource *up = o.upstream != NULL ? o.upstream
-                      : o.parent != NULL ? mri_node_upstream(o.parent)
-                                         : mr_get_default_resource();
     size_t largest = o.largest_required_pool_block != 0 ? o.largest_required_pool_block : MR_POOLS_DEFAULT_POOL_BLOCK;
     if (largest > MR_POOLS_MAX_POOL_BLOCK)
         largest = MR_POOLS_MAX_POOL_BLOCK;
@@ -379,17 +372,11 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
     size_t bytes = o.thread_safe ? lock_off + sizeof(mri_lock)
                                  : off + nclasses * (sizeof(struct mri_pools_class) + sizeof(struct mri_pools_cold));
     mri_ledger ledger = {0};
-    mr_pools *p = mri_ledger_allocate(&ledger, up, bytes, HEADER_ALIGN);
+    mr_pools *p = mri_node_header(&ledger, up, bytes, HEADER_ALIGN, o.thread_safe ? lock_off : 0);
     if (p == NULL)
         return NULL;
-    memset(p, 0, bytes);
     *p = shape; /* the classes and the inline bound */
     mri_lock *tree_lock = o.thread_safe ? (mri_lock *)(void *)((char *)p + lock_off) : NULL;
-    if (tree_lock != NULL && !mri_lock_init(tree_lock)) {
-        mri_ledger_deallocate(&ledger, up, p, bytes, HEADER_ALIGN);
-        return mri_fail(ENOMEM);
-    }
-    mri_node_init(&p->node, &mri_pools_node_ops, o.name, up, tree_lock, NULL);
     p->ledger = ledger;
     p->hot.key = mri_os_random();
     p->hot.mark = mri_os_random() | 1; /* never 0: a cleared mark */
@@ -410,8 +397,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
             p->hot.classes[i].size = class_size(p, i);
         MRI_WALK_NOW(p, mri_pools_walk);
     }
-    if (o.parent != NULL)
-        mri_node_link(&p->node, o.parent);
+    mri_node_create(&p->node, &mri_pools_node_ops, o.name, o.parent, up, tree_lock, NULL);
     return p;
 }
 
@@ -470,8 +456,8 @@ MR_API void mr_pools_reset(mr_pools *p)
     MRI_WALK_NOW(p, mri_pools_walk);
 }
 
-/* The node's free (pools_node.c): the children are gone. */
-void mri_pools_node_free(mr_node *n)
+/* node_ops.free: the children are gone. */
+static void node_free(mr_node *n)
 {
     mr_pools *p = mri_container_of(n, mr_pools, node);
     mri_node_drop_kept(n);
@@ -481,11 +467,7 @@ void mri_pools_node_free(mr_node *n)
     } else {
         release(p);
     }
-    (void)mri_node_leave(n, NULL);
-    if (n->lock != NULL)
-        mri_lock_fini(n->lock);
-    mri_ledger ledger = p->ledger; /* the header goes: count on a copy */
-    mri_ledger_deallocate(&ledger, p->upstream, p, p->header_bytes, HEADER_ALIGN);
+    mri_node_release(n, p, p->header_bytes, HEADER_ALIGN, &p->ledger);
 }
 
 MR_API void mr_pools_destroy(mr_pools *p)
@@ -497,6 +479,28 @@ MR_API void mr_pools_destroy(mr_pools *p)
 MR_API mr_node *mr_pools_node(mr_pools *p) { return &p->node; }
 
 /* ---- queries ---- */
+
+MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
+{
+    MR_ASSERT(p != NULL && out != NULL, "mr_pools_stats: NULL argument");
+    size_t in_use = 0, allocations = 0;
+    for (size_t i = 0; i < p->nclasses; i++) {
+        size_t a, f;
+        if (p->tc != NULL) { /* a snapshot: each count is read once, while threads go on */
+            mri_tc_counts(p->tc, i, &a, &f);
+        } else {
+            a = p->hot.classes[i].allocations;
+            f = p->hot.classes[i].frees;
+        }
+        in_use += (a > f ? a - f : 0) * class_size(p, i);
+        allocations += a;
+    }
+    mri_pools_lock((mr_pools *)p); /* the lock is not part of the value */
+    mri_ledger_stats(&p->ledger, out);
+    out->in_use = in_use + p->direct_bytes;
+    out->allocations = allocations + p->direct_allocations;
+    mri_pools_unlock((mr_pools *)p);
+}
 
 MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t size, size_t align)
 {
@@ -521,3 +525,40 @@ MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out)
     out->name = mri_node_name(&p->node);
     out->parent = p->node.parent;
 }
+
+/* ---- the node (src/tree.h) ---- */
+
+static void node_figures(const mr_node *n, struct mri_figures *f)
+{
+    const mr_pools *p = mri_container_of(n, mr_pools, node);
+    mr_pools_stats(p, &f->s);
+    f->blocks = f->s.upstream_allocations - f->s.upstream_deallocations;
+    f->free_chunks = 0;
+    if (p->tc == NULL) /* free blocks: each class's list length, without a walk */
+        for (size_t i = 0; i < p->nclasses; i++) {
+            const struct mri_pools_class *c = &p->hot.classes[i];
+            size_t bump = c->chunks != NULL ? (c->end - c->bump) / c->size : 0;
+            size_t live = c->allocations - c->frees;
+            f->free_chunks += p->cold[i].carved > live + bump ? p->cold[i].carved - live - bump : 0;
+        }
+}
+
+static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
+{
+    const mr_pools *p = mri_container_of(n, mr_pools, node);
+    *bytes = p->ledger.held;
+    *blocks = p->ledger.upstream_allocations - p->ledger.upstream_deallocations;
+}
+
+static mr_node *node_of(mr_resource *r)
+{
+    return r->ops == &view_ops ? &mri_container_of(r, mr_pools, resource)->node : NULL;
+}
+
+const struct mri_node_ops mri_pools_node_ops = {
+    .kind = "pools",
+    .node_of = node_of,
+    .free = node_free,
+    .figures = node_figures,
+    .held = node_held,
+};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* src/pools_impl.h -- the size-class pool's own struct, shared by pools.c
- * (classes, refill, lifecycle, walker), direct.c (requests passed to the
- * upstream and tracked) and trim.c (what the pool gives back while it
- * runs: empty chunks, idle classes' pages). */
+ * (classes, refill, lifecycle, stats, the node), pools_check.c (the
+ * walker), direct.c (requests passed to the upstream and tracked) and
+ * trim.c (what the pool gives back while it runs: empty chunks, idle
+ * classes' pages). */
 #ifndef MEMRES_POOLS_IMPL_H
 #define MEMRES_POOLS_IMPL_H
 
@@ -115,11 +116,11 @@ bool mri_direct_verify(const mr_pools *p, size_t *held, size_t *blocks, size_t *
  * failed allocation changes nothing. */
 void mri_pools_after_take(mr_pools *p);
 
-/* pools_node.c: the node's operations, and mr_pools_check counting its
- * steps (MRI_WALK); pools.c: the node's free. */
+/* pools.c: the node's operations (in the table of kinds). */
 extern const struct mri_node_ops mri_pools_node_ops;
+
+/* pools_check.c: mr_pools_check, counting its steps (MRI_WALK). */
 bool mri_pools_walk(const mr_pools *p, size_t *steps);
-void mri_pools_node_free(mr_node *n);
 
 /* pools.c: class i as reset leaves it -- no free block, bumping from its
  * first chunk again, the others kept; live blocks forgotten. */

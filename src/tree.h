@@ -33,8 +33,10 @@
 #define MEMRES_TREE_INTERNAL_H
 
 #include <stdatomic.h>
+#include <string.h>
 
 #include "internal.h"
+#include "ledger.h"
 #include "lock.h"
 #include "memres/tree.h"
 #include "memres/bits/tree.h"
@@ -46,9 +48,14 @@ struct mri_figures {
     size_t free_chunks; /* free pieces the allocator knows of at once */
 };
 
-/* What each kind of allocator does for the tree (one table a kind). */
+/* What each kind of allocator does for the tree (one table a kind, listed
+ * in the table of kinds, src/tree_kinds.c; the recipe for a new kind is
+ * docs/design.md's "How a new allocator kind joins the tree"). */
 struct mri_node_ops {
     const char *kind;
+    /* The node of r (not NULL) when r is this kind's resource view, else
+     * NULL. */
+    mr_node *(*node_of)(mr_resource *r);
     /* The allocator's teardown, its children and cleanups gone: memory
      * upstream, header freed -- or kept by its parent (mri_node_leave). */
     void (*free)(mr_node *n);
@@ -109,25 +116,6 @@ static inline void mri_node_unlock(mr_node *n)
 {
     if (n->lock != NULL)
         mri_lock_give(n->lock);
-}
-
-/* A fresh root node of kind ops over upstream (lock: the tree lock, or
- * NULL; numbers: an arena's cleanup_seq, or NULL). */
-static inline void mri_node_init(mr_node *n, const struct mri_node_ops *ops, const char *name, mr_resource *upstream,
-                                 mri_lock *lock, size_t *numbers)
-{
-    n->parent = n->child = n->older = n->newer = n->kept = NULL;
-    n->watch = NULL;
-    n->name = name;
-    n->ops = ops;
-    n->upstream = upstream;
-    n->lock = lock;
-    n->numbers = numbers != NULL ? numbers : &n->own_numbers;
-    n->own_numbers = 0;
-    n->seq = 0;
-    n->nkept = 0;
-    n->state = MRI_NODE_LIVE;
-    atomic_init(&n->stamp, 0);
 }
 
 /* A node its parent kept (DEAD, no child, nothing kept, no watch, its
@@ -251,17 +239,106 @@ static inline bool mri_node_leave(mr_node *n, mr_node *keeper)
     return keep;
 }
 
+/* ---- a kind's create and free: the tree's part, written once ----
+ *
+ * A kind's create calls, in this order (PostgreSQL's MemoryContextCreate is
+ * the last one: "called from context-type-specific creation routines, and
+ * noplace else"):
+ *   mri_node_begin   before anything is allocated: may the parent take a
+ *                    child, and which upstream the allocator uses;
+ *   mri_node_header  its header from that upstream, zeroed, with its tree
+ *                    lock (a kind that carves its header elsewhere skips it);
+ *   mri_node_create  once the header is filled: the node made and linked.
+ * Its ops->free frees what the kind holds and ends with mri_node_release,
+ * which gives the header back. */
+
+/* The upstream of a new allocator whose options give parent (NULL: a root)
+ * and upstream: that upstream, else the parent's, else dflt() -- or NULL,
+ * errno = EINVAL, when parent may not take a child (dead or unwinding:
+ * reported as misuse by `who`). */
+static inline __attribute__((always_inline)) mr_resource *mri_node_begin(mr_node *parent, mr_resource *upstream,
+                                                                         mr_resource *(*dflt)(void), const char *who)
+{
+    if (parent != NULL && !mri_node_can_adopt(parent, who))
+        return NULL;
+    return upstream != NULL ? upstream : parent != NULL ? parent->upstream : dflt();
+}
+
+/* A header of bytes at align from up, counted in *ledger (NULL: not
+ * counted), zeroed; a tree lock at lock_off in it (0: none) initialised.
+ * NULL on failure, nothing held: errno the upstream's, or ENOMEM (the
+ * ledger's cap, or the lock). */
+static inline void *mri_node_header(mri_ledger *ledger, mr_resource *up, size_t bytes, size_t align, size_t lock_off)
+{
+    void *h = ledger != NULL ? mri_ledger_allocate(ledger, up, bytes, align) : mr_allocate(up, bytes, align);
+    if (MR_UNLIKELY(h == NULL))
+        return NULL;
+    memset(h, 0, bytes);
+    if (lock_off != 0 && MR_UNLIKELY(!mri_lock_init((mri_lock *)(void *)((char *)h + lock_off)))) {
+        if (ledger != NULL)
+            mri_ledger_deallocate(ledger, up, h, bytes, align);
+        else
+            mr_deallocate(up, h, bytes, align);
+        return mri_fail(ENOMEM);
+    }
+    return h;
+}
+
+/* Makes n (in a header just filled) a node of kind ops over upstream, and
+ * links it under parent (NULL: a root; checked by mri_node_begin).  lock:
+ * its tree lock, or NULL; numbers: an arena's cleanup_seq, or NULL. */
+static inline void mri_node_create(mr_node *n, const struct mri_node_ops *ops, const char *name, mr_node *parent,
+                                   mr_resource *upstream, mri_lock *lock, size_t *numbers)
+{
+    n->parent = n->child = n->older = n->newer = n->kept = NULL;
+    n->watch = NULL;
+    n->name = name;
+    n->ops = ops;
+    n->upstream = upstream;
+    n->lock = lock;
+    n->numbers = numbers != NULL ? numbers : &n->own_numbers;
+    n->own_numbers = 0;
+    n->seq = 0;
+    n->nkept = 0;
+    n->state = MRI_NODE_LIVE;
+    atomic_init(&n->stamp, 0);
+    if (parent != NULL)
+        mri_node_link(n, parent);
+}
+
+/* Gives back a header from mri_node_header(ledger, up, bytes, align, ..);
+ * ledger (NULL: not counted) lies in that header: counted on a copy. */
+static inline void mri_node_free_header(mr_resource *up, void *header, size_t bytes, size_t align,
+                                        const mri_ledger *ledger)
+{
+    if (ledger != NULL) {
+        mri_ledger l = *ledger;
+        mri_ledger_deallocate(&l, up, header, bytes, align);
+    } else {
+        mr_deallocate(up, header, bytes, align);
+    }
+}
+
+/* The end of every kind's ops->free, the kind's memory gone: n leaves its
+ * parent (not kept) and dies, its tree lock is finished and its header
+ * goes back upstream, as mri_node_free_header (bytes 0: the header is not
+ * the allocator's, nothing to give back). */
+static inline void mri_node_release(mr_node *n, void *header, size_t bytes, size_t align, const mri_ledger *ledger)
+{
+    mr_resource *up = n->upstream;
+    (void)mri_node_leave(n, NULL);
+    if (n->lock != NULL)
+        mri_lock_fini(n->lock);
+    if (bytes != 0)
+        mri_node_free_header(up, header, bytes, align, ledger);
+}
+
 /* Frees the children p keeps (its release and destroy); returns their
  * bytes. */
 size_t mri_node_drop_kept(mr_node *p);
 
-/* The default upstream of a child of p: p's own upstream. */
-static inline mr_resource *mri_node_upstream(const mr_node *p) { return p->upstream; }
-
-/* Each kind's node of a resource view (NULL: not that kind's view). */
-mr_node *mri_arena_node_of(mr_resource *r);
-mr_node *mri_objpool_node_of(mr_resource *r);
-mr_node *mri_pools_node_of(mr_resource *r);
-mr_node *mri_blocks_node_of(mr_resource *r);
+/* The node of a resource view (not NULL) of any kind in the table of
+ * kinds (src/tree_kinds.c), or NULL. */
+mr_node *mri_node_of(mr_resource *r);
 
 #endif /* MEMRES_TREE_INTERNAL_H */

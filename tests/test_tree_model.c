@@ -842,7 +842,7 @@ static void op_set_parent(model *m, int id)
     }
 }
 
-/* The name as a report shows it (src/tree.c): control characters as
+/* The name as a report shows it (src/tree_report.c): control characters as
  * spaces; in JSON, '"' and '\' escaped. */
 static void shown(const char *name, bool json, char *out, size_t cap)
 {
@@ -899,7 +899,7 @@ static void want_more(model *m, report_want *w, const int *ch, size_t k, int lev
     w->n++;
 }
 
-/* id's subtree as mr_report walks it (src/tree.c): pre-order, children
+/* id's subtree as mr_report walks it (src/tree_report.c): pre-order, children
  * newest first, max_children shown under each node and the rest in one
  * "more" line, the children of a node at max_depth all in one. */
 static void want_lines(model *m, report_want *w, int id, int level, size_t parent_line)

@@ -1,65 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* src/pools_node.c -- the size-class pool's figures: mr_pools_stats, the
- * walker (mr_pools_check) and the pool as a node of the tree of lifetimes
- * (src/tree.h), whose reports read them. */
+/* src/pools_check.c -- the size-class pool's walker: mr_pools_check, and the
+ * same walk counting its steps for the debug tier's periodic checks
+ * (MRI_WALK).  The invariants it checks are pools.c's head comment's. */
 #include <stdlib.h>
 
 #include "pools_impl.h"
-
-MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
-{
-    MR_ASSERT(p != NULL && out != NULL, "mr_pools_stats: NULL argument");
-    size_t in_use = 0, allocations = 0;
-    for (size_t i = 0; i < p->nclasses; i++) {
-        size_t a, f;
-        if (p->tc != NULL) { /* a snapshot: each count is read once, while threads go on */
-            mri_tc_counts(p->tc, i, &a, &f);
-        } else {
-            a = p->hot.classes[i].allocations;
-            f = p->hot.classes[i].frees;
-        }
-        in_use += (a > f ? a - f : 0) * class_size(p, i);
-        allocations += a;
-    }
-    mri_pools_lock((mr_pools *)p); /* the lock is not part of the value */
-    mri_ledger_stats(&p->ledger, out);
-    out->in_use = in_use + p->direct_bytes;
-    out->allocations = allocations + p->direct_allocations;
-    mri_pools_unlock((mr_pools *)p);
-}
-
-/* ---- the node ---- */
-
-static void node_figures(const mr_node *n, struct mri_figures *f)
-{
-    const mr_pools *p = mri_container_of(n, mr_pools, node);
-    mr_pools_stats(p, &f->s);
-    f->blocks = f->s.upstream_allocations - f->s.upstream_deallocations;
-    f->free_chunks = 0;
-    if (p->tc == NULL) /* free blocks: each class's list length, without a walk */
-        for (size_t i = 0; i < p->nclasses; i++) {
-            const struct mri_pools_class *c = &p->hot.classes[i];
-            size_t bump = c->chunks != NULL ? (c->end - c->bump) / c->size : 0;
-            size_t live = c->allocations - c->frees;
-            f->free_chunks += p->cold[i].carved > live + bump ? p->cold[i].carved - live - bump : 0;
-        }
-}
-
-static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
-{
-    const mr_pools *p = mri_container_of(n, mr_pools, node);
-    *bytes = p->ledger.held;
-    *blocks = p->ledger.upstream_allocations - p->ledger.upstream_deallocations;
-}
-
-const struct mri_node_ops mri_pools_node_ops = {
-    .kind = "pools",
-    .free = mri_pools_node_free,
-    .figures = node_figures,
-    .held = node_held,
-};
-
-/* ---- invariants ---- */
 
 #define CHECK(cond, ...) MRI_VERIFY(cond, "mr_pools_check", (const void *)p, __VA_ARGS__)
 

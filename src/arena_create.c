@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* src/arena_node.c -- the arena in the tree of lifetimes (memres/tree.h,
- * src/tree.h): the children a parent keeps for reuse, the node's
- * operations; and the arena's stats and walker, which the reports use.
+/* src/arena_create.c -- the arena's lifetime: mr_arena_create (a kept
+ * child taken back, or a new arena), mr_arena_destroy, and the arena as a
+ * node of the tree of lifetimes (memres/tree.h, src/tree.h): the children
+ * a parent keeps for reuse, the node's operations.  The allocator itself
+ * is arena.c's; its walker, arena_check.c's.
  *
  * Kept children.  A child arena that dies goes, with its header and the
  * first blocks of its chain (up to MR_TREE_KEEP_BYTES with the header; the
@@ -89,6 +91,112 @@ static MR_NOINLINE mr_arena *reuse(mr_node *p, const mr_arena_options *o, const 
     return a;
 }
 
+/* ---- new arenas ---- */
+
+/* The header and the first block carved from a caller's buffer: the
+ * buffer's first MR_ARENA_BUFFER_MIN bytes always hold both. */
+_Static_assert(alignof(struct mr_arena) - 1 + sizeof(struct mr_arena) + ALIGN - 1 + HDR + ALIGN <= MR_ARENA_BUFFER_MIN,
+               "MR_ARENA_BUFFER_MIN holds the header and one aligned object");
+
+/* Block sizes from the options: defaults, the MIN_BLOCK_SIZE floor, the cap
+ * raised to the first size, both rounded as every block is.  false on
+ * options no arena can honour.  huge: the upstream is
+ * mr_page_resource_huge(), where the default first block is the largest
+ * default size: smaller blocks there are separate mappings of small pages
+ * (no huge page can back them), and binary-trees' small trees, which live
+ * in the first blocks after a rewind, ran 1.05x slower in them than in a
+ * 2 MiB block or in the default arena's malloc'd ones (the Intel Xeon VM,
+ * docs/BENCHMARKS.md "binary-trees"). */
+static bool growth_sizes(const mr_arena_options *o, bool huge, size_t *first, size_t *max)
+{
+    if (o->block_size != 0 && o->max_block_size != 0 && o->block_size > o->max_block_size)
+        return false;
+    size_t bs = o->block_size != 0 ? o->block_size : huge ? DEFAULT_MAX_BLOCK_SIZE : DEFAULT_BLOCK_SIZE;
+    size_t mx = o->max_block_size != 0 ? o->max_block_size : DEFAULT_MAX_BLOCK_SIZE;
+    if (o->max_block_size == 0 && mx < bs)
+        mx = bs;
+    if (o->block_size == 0 && bs > mx)
+        bs = mx;
+    if (bs < MIN_BLOCK_SIZE)
+        bs = MIN_BLOCK_SIZE;
+    if (mx < bs)
+        mx = bs;
+    return mri_round_block(bs, first) && mri_round_block(mx, max);
+}
+
+/* Carves the header and the first block (the rest) from the caller's
+ * buffer.  NULL when the buffer cannot hold them. */
+static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
+{
+    uintptr_t start = (uintptr_t)buffer, end = start + buffer_size;
+    uintptr_t ha = mri_align_ptr(start, alignof(mr_arena));
+    uintptr_t ba = mri_align_ptr(ha + sizeof(mr_arena), ALIGN);
+    if (buffer_size < MR_ARENA_BUFFER_MIN || end < start || ha < start || ba < ha || ba > end || end - ba < HDR + ALIGN)
+        return NULL;
+    block *b = (block *)ba;
+    b->next = NULL;
+    b->size = (size_t)(end - ba);
+    set_end(b);
+    b->top = data_of(b);
+    b->low = end_of(b);
+    b->meta = 0;
+    *first = b;
+    return (mr_arena *)ha;
+}
+
+/* mr_arena_create's new arena (no kept one to reuse). */
+static MR_NOINLINE mr_arena *create_new(const mr_arena_options *opts)
+{
+    mr_arena_options o = {0};
+    if (opts != NULL)
+        o = *opts;
+    mr_resource *up = mri_node_begin(o.parent, o.upstream, mr_get_default_resource, "mr_arena_create");
+    if (up == NULL)
+        return NULL;
+    size_t bs, mx;
+    if ((o.buffer == NULL) != (o.buffer_size == 0) || (unsigned)o.huge_pages > MR_HUGE_PAGES_OFF ||
+        !growth_sizes(&o, up == mr_page_resource_huge(), &bs, &mx))
+        return mri_fail(EINVAL);
+    mri_ledger ledger = {.limit = o.limit};
+    mr_arena *a;
+    block *first = NULL;
+    size_t header_size = 0;
+    if (o.buffer != NULL) {
+        a = carve_buffer(o.buffer, o.buffer_size, &first);
+        if (a == NULL)
+            return mri_fail(EINVAL);
+        memset(a, 0, sizeof *a);
+    } else {
+        header_size = sizeof(mr_arena);
+        a = mri_node_header(&ledger, up, header_size, alignof(mr_arena), 0);
+        if (a == NULL)
+            return mri_fail(ENOMEM);
+    }
+
+    a->resource.ops = &mri_arena_view_ops;
+    a->upstream = up;
+    a->big_source = mri_os_block_source(up, o.huge_pages, MR_HUGE_PAGE_SIZE);
+    a->head = first;
+    a->block_size = a->next_size = bs;
+    a->max_block_size = mx;
+    a->ledger = ledger;
+    a->header_size = header_size;
+    a->buffer = o.buffer;
+    a->buffer_size = o.buffer_size;
+    a->hot.id = mri_arena_new_id();
+    a->made = made_of(&o);
+    if (first != NULL) {
+        mri_track_lend(o.buffer, o.buffer_size);
+        mri_track_poison(data_of(first), first->size - HDR);
+    }
+    restart(a);
+    mri_node_create(&a->node, &mri_arena_node_ops, o.name, o.parent, up, NULL, &a->hot.cleanup_seq);
+    MRI_WALK_NOW(a, mri_arena_walk);
+    return a;
+}
+
+/* ---- create and destroy ---- */
+
 MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
 {
     mr_node *p;
@@ -101,13 +209,13 @@ MR_API mr_arena *mr_arena_create(const mr_arena_options *opts)
                 return revive(mri_container_of(k, mr_arena, node), keeper, p, opts->name);
             }
             if (k == NULL)
-                return mri_arena_create_new(opts);
+                return create_new(opts);
         }
         mr_arena *a = reuse(p, opts, up);
         if (a != NULL)
             return a;
     }
-    return mri_arena_create_new(opts);
+    return create_new(opts);
 }
 
 /* Frees all but the first blocks of a's chain, up to MR_TREE_KEEP_BYTES
@@ -154,10 +262,32 @@ static void keep(mr_arena *a)
     restart(a); /* (cleanup_seq goes on counting: the numbers are relative) */
 }
 
+/* node_ops.free_kept: a kept child (never over a caller's buffer) and its
+ * memory. */
+static void node_free_kept(mr_node *n)
+{
+    mr_arena *a = mri_container_of(n, mr_arena, node);
+    mri_arena_free_blocks(a);
+    mri_node_free_header(a->upstream, a, a->header_size, alignof(mr_arena), &a->ledger);
+}
+
+/* The tree's release tail (src/tree.h), the blocks gone: the header back
+ * upstream, or the caller's buffer no longer lent. */
+static void release(mr_arena *a)
+{
+    void *buffer = a->buffer;
+    size_t buffer_size = a->buffer_size;
+    mri_node_release(&a->node, a, a->header_size, alignof(mr_arena), &a->ledger);
+    if (buffer != NULL) {
+        mri_track_unpoison(buffer, buffer_size);
+        mri_track_unlend(buffer);
+    }
+}
+
 /* node_ops.free: the children and cleanups are gone.  Kept (keeper_of)
  * when made with no buffer over its parent's upstream, the keeper not
  * dying and with room. */
-void mri_arena_node_free(mr_node *n)
+static void node_free(mr_node *n)
 {
     mr_arena *a = mri_container_of(n, mr_arena, node);
     if (n->kept != NULL)
@@ -169,15 +299,14 @@ void mri_arena_node_free(mr_node *n)
             (keeper->lock == NULL && keeper->nkept >= MR_TREE_KEEP_CHILDREN))
             keeper = NULL; /* (a shared keeper's count is read under its lock) */
     }
-    if (keeper != NULL)
-        keep(a);
-    else
+    if (keeper == NULL) {
         mri_arena_free_blocks(a);
-    if (mri_node_leave(n, keeper)) /* decided under the parent's lock */
+        release(a);
         return;
-    if (keeper != NULL)
-        mri_arena_free_blocks(a);
-    mri_arena_free_header(a);
+    }
+    keep(a);
+    if (!mri_node_leave(n, keeper)) /* refused under the parent's lock: freed as a kept child is */
+        node_free_kept(n);
 }
 
 MR_API void mr_arena_destroy(mr_arena *a)
@@ -205,40 +334,13 @@ MR_API void mr_arena_destroy(mr_arena *a)
     if (!mri_node_enter(n, "mr_arena_destroy"))
         return;
     if (n->child == NULL && a->hot.cleanups == NULL)
-        mri_arena_node_free(n); /* nothing to unwind */
+        node_free(n); /* nothing to unwind */
     else
         mri_node_destroy_checked(n);
 }
 
-static void node_free_kept(mr_node *n)
-{
-    mr_arena *a = mri_container_of(n, mr_arena, node);
-    mri_arena_free_blocks(a);
-    mri_arena_free_header(a);
-}
 
 MR_API mr_node *mr_arena_node(mr_arena *a) { return &a->node; }
-
-/* ---- statistics and checking ---- */
-
-MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
-{
-    size_t in_use = 0;
-    if (a->hot.cur != NULL) {
-        for (const block *b = a->head; b != NULL; b = b->next) {
-            if (b == a->hot.cur) {
-                in_use += (a->hot.ptr - data_of(b)) + (a->cur_end - a->hot.end);
-                break;
-            }
-            in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
-        }
-    }
-    for (const block *b = a->hot.big; b != NULL; b = b->next)
-        in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
-    mri_ledger_stats(&a->ledger, out);
-    out->in_use = in_use;
-    out->allocations = a->hot.allocations;
-}
 
 /* ---- the node (src/tree.h) ---- */
 
@@ -271,100 +373,18 @@ static void node_cleanup_run(mr_node *n)
     c->fn(c->arg);
 }
 
+static mr_node *node_of(mr_resource *r)
+{
+    return r->ops == &mri_arena_view_ops ? &mri_container_of(r, mr_arena, resource)->node : NULL;
+}
+
 const struct mri_node_ops mri_arena_node_ops = {
     .kind = "arena",
-    .free = mri_arena_node_free,
+    .node_of = node_of,
+    .free = node_free,
     .free_kept = node_free_kept,
     .figures = node_figures,
     .held = node_held,
     .cleanup_top = node_cleanup_top,
     .cleanup_run = node_cleanup_run,
 };
-
-mr_node *mri_arena_node_of(mr_resource *r)
-{
-    mr_arena *a = mr_arena_of_resource(r);
-    return a != NULL ? &a->node : NULL;
-}
-
-#define CHECK(cond, ...) MRI_VERIFY(cond, "mr_arena_check", (const void *)a, __VA_ARGS__)
-
-/* Checks a list of blocks: `filled` says whether the blocks before the
- * current one (the whole list when there is no current one in it) hold
- * fill levels to check. */
-static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *owned, bool filled, size_t *steps)
-{
-    for (; b != NULL; b = b->next) {
-        ++*steps;
-        CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
-        if (b == a->hot.cur)
-            filled = false; /* the current block's levels are hot.ptr / hot.end; spares after it */
-        else if (filled)
-            CHECK(b->top >= data_of(b) && b->top <= b->low && b->low <= end_of(b),
-                  "block %p: fill %#jx and strings %#jx outside it", (const void *)b, (uintmax_t)b->top,
-                  (uintmax_t)b->low);
-        if (owned_of(b)) {
-            *held += b->size;
-            (*owned)++;
-        }
-    }
-    return true;
-}
-
-/* mr_arena_check, counting its work into *steps (MRI_WALK). */
-bool mri_arena_walk(const mr_arena *a, size_t *steps)
-{
-    if (a == NULL) {
-        mri_verify_report("mr_arena_check", a, "arena is NULL");
-        return false;
-    }
-    size_t held = a->header_size, owned = a->header_size != 0;
-    CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
-    if (a->hot.cur != NULL) {
-        CHECK(a->hot.mark == 0 || (a->hot.mark >= data_of(a->hot.cur) && a->hot.mark <= end_of(a->hot.cur)),
-              "newest mark %#jx outside the current block", (uintmax_t)a->hot.mark);
-        CHECK(mri_arena_in_use_block(a, a->hot.cur), "current block %p not in the chain", (const void *)a->hot.cur);
-        CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end <= end_of(a->hot.cur),
-              "bump pointers outside the current block");
-        CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
-        CHECK(a->cur_end == end_of(a->hot.cur), "cached end %#jx of the current block, not %#jx",
-              (uintmax_t)a->cur_end, (uintmax_t)end_of(a->hot.cur));
-    } else {
-        CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
-    }
-    if (!check_list(a, a->head, &held, &owned, a->hot.cur != NULL, steps) ||
-        !check_list(a, a->hot.big, &held, &owned, true, steps) ||
-        !check_list(a, a->big_spare, &held, &owned, false, steps))
-        return false;
-    *steps += a->hot.big_seq;
-    size_t seq = a->hot.big_seq;
-    for (const block *b = a->hot.big; b != NULL; b = b->next, seq--)
-        CHECK(seq_of(b) == seq && seq != 0, "dedicated block %p numbered %zu, expected %zu", (const void *)b,
-              seq_of(b), seq);
-    CHECK(seq == 0, "%zu dedicated blocks counted, fewer on the list", a->hot.big_seq);
-    /* cleanups and children: numbered below cleanup_seq, falling down each
-     * list (children destroyed on their own leave gaps) */
-    seq = a->hot.cleanup_seq + 1;
-    for (const cleanup *c = a->hot.cleanups; c != NULL; c = c->prev, ++*steps) {
-        CHECK(c->seq < seq && c->seq != 0, "cleanup %p numbered %zu, not below %zu", (const void *)c, c->seq, seq);
-        seq = c->seq;
-    }
-    seq = a->hot.cleanup_seq + 1;
-    for (const mr_node *c = a->node.child; c != NULL; c = c->older, ++*steps) {
-        CHECK(c->seq < seq && c->seq != 0, "child %p numbered %zu, not below %zu", (const void *)c, c->seq, seq);
-        CHECK(c->parent == &a->node && mri_node_live(c), "child %p: parent %p, state %#x", (const void *)c,
-              (const void *)c->parent, c->state);
-        seq = c->seq;
-    }
-    if (!mri_ledger_verify(&a->ledger, "mr_arena_check", a, held, owned))
-        return false;
-    CHECK(a->next_size >= a->block_size && a->next_size <= a->max_block_size, "growth size %zu outside [%zu, %zu]",
-          a->next_size, a->block_size, a->max_block_size);
-    return true;
-}
-
-MR_API bool mr_arena_check(const mr_arena *a)
-{
-    size_t steps = 0;
-    return mri_arena_walk(a, &steps);
-}
