@@ -538,6 +538,7 @@ MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
     mri_ledger_stats(&a->ledger, out);
     out->in_use = in_use;
     out->allocations = a->hot.allocations;
+    mri_node_add_kept(&a->node, out);
 }
 
 /* ---- the resource view ---- */

@@ -609,6 +609,7 @@ MR_API void mr_blocks_stats(const mr_blocks *cb, mr_stats *out)
     out->in_use = (b->nheld - cached) * b->block_size + b->large_bytes;
     out->allocations = b->gets + hits;
     unlock(b);
+    mri_node_add_kept(&b->node, out);
 }
 
 #define CHECK(cond, ...) MRI_VERIFY(cond, "mr_blocks_check", (const void *)b, __VA_ARGS__)

@@ -422,11 +422,12 @@ MR_API void mr_objpool_stats(const mr_objpool *p, mr_stats *out)
         mri_tc_unlock(p->tc);
         out->in_use = (a > f ? a - f : 0) * p->hot.size; /* a snapshot */
         out->allocations = a;
-        return;
+    } else {
+        mri_ledger_stats(&p->ledger, out);
+        out->in_use = (p->hot.allocations - p->hot.frees) * p->hot.size;
+        out->allocations = p->hot.allocations;
     }
-    mri_ledger_stats(&p->ledger, out);
-    out->in_use = (p->hot.allocations - p->hot.frees) * p->hot.size;
-    out->allocations = p->hot.allocations;
+    mri_node_add_kept(&p->node, out);
 }
 
 MR_API size_t mr_objpool_object_size(const mr_objpool *p)

@@ -500,6 +500,7 @@ MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
     out->in_use = in_use + p->direct_bytes;
     out->allocations = allocations + p->direct_allocations;
     mri_pools_unlock((mr_pools *)p);
+    mri_node_add_kept(&p->node, out);
 }
 
 MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t size, size_t align)

@@ -137,6 +137,21 @@ MR_API void mr_node_destroy(mr_node *n)
 
 /* ---- kept children ---- */
 
+void mri_node_kept_held(const mr_node *n, size_t *bytes, size_t *blocks)
+{
+    *bytes = *blocks = 0;
+    if (n->lock == NULL && n->kept == NULL)
+        return;
+    mri_node_lock((mr_node *)(uintptr_t)n); /* the lock is not part of the value */
+    for (const mr_node *k = n->kept; k != NULL; k = k->older) {
+        size_t b, nb;
+        k->ops->held(k, &b, &nb);
+        *bytes += b;
+        *blocks += nb;
+    }
+    mri_node_unlock((mr_node *)(uintptr_t)n);
+}
+
 size_t mri_node_drop_kept(mr_node *p)
 {
     if (p->lock == NULL && p->kept == NULL)

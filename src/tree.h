@@ -337,6 +337,23 @@ static inline void mri_node_release(mr_node *n, void *header, size_t bytes, size
  * bytes. */
 size_t mri_node_drop_kept(mr_node *p);
 
+/* The bytes and upstream blocks of the children n keeps for reuse (under
+ * n's tree lock; none: 0 and 0, no lock taken).  They are n's memory: every
+ * kind's stats add the bytes to held (mri_node_add_kept), the reports the
+ * blocks. */
+void mri_node_kept_held(const mr_node *n, size_t *bytes, size_t *blocks);
+
+/* For every kind's stats, last (no allocation lock held): the kept
+ * children's bytes into s->held, and s->peak_held kept at least s->held. */
+static inline void mri_node_add_kept(const mr_node *n, mr_stats *s)
+{
+    size_t bytes, blocks;
+    mri_node_kept_held(n, &bytes, &blocks);
+    s->held += bytes;
+    if (s->peak_held < s->held)
+        s->peak_held = s->held;
+}
+
 /* The node of a resource view (not NULL) of any kind in the table of
  * kinds (src/tree_kinds.c), or NULL. */
 mr_node *mri_node_of(mr_resource *r);

@@ -30,16 +30,10 @@ static const mr_node *next_in(const mr_node *n, const mr_node *root, bool skip)
 
 static void figures_of(const mr_node *n, struct mri_figures *f)
 {
-    n->ops->figures(n, f);
-    mri_node_lock((mr_node *)(uintptr_t)n);
-    for (const mr_node *k = n->kept; k != NULL; k = k->older) {
-        size_t bytes, blocks;
-        k->ops->held(k, &bytes, &blocks);
-        f->s.held += bytes;
-        f->s.peak_held += bytes;
-        f->blocks += blocks;
-    }
-    mri_node_unlock((mr_node *)(uintptr_t)n);
+    n->ops->figures(n, f); /* its stats: the kept children's bytes in held */
+    size_t bytes, blocks;
+    mri_node_kept_held(n, &bytes, &blocks);
+    f->blocks += blocks;
 }
 
 /* A sum of figures: what a report line shows. */

@@ -482,6 +482,8 @@ static void test_a_parent_keeps_dead_children_for_reuse(void **state)
     fixture *f = *state;
     mr_arena *root = arena_under(NULL, &f->u.base, "root");
     mr_node *r = mr_arena_node(root);
+    mr_stats alone; /* the root's books before it keeps any child */
+    mr_arena_stats(root, &alone);
     /* warm: the per-request child makes no upstream call */
     for (int i = 0; i < 3; i++) {
         mr_arena *c = arena_under(r, NULL, "request");
@@ -504,12 +506,14 @@ static void test_a_parent_keeps_dead_children_for_reuse(void **state)
         mr_arena_destroy(c);
     }
     assert_int_equal(f->u.calls, calls);
-    /* the parent shows them, as free */
+    /* the parent shows them, as free, in its own stats as in its node's */
     mr_stats rs, own;
     mr_node_stats(r, false, &rs);
     mr_arena_stats(root, &own);
-    assert_true(rs.held > own.held);
+    assert_int_equal(rs.held, own.held);
+    assert_true(own.held > alone.held);
     assert_int_equal(rs.in_use, own.in_use);
+    assert_int_equal(own.in_use, alone.in_use);
     /* other options: not that one */
     mr_arena *big = mr_arena_create(&(mr_arena_options){.parent = r, .block_size = 8192});
     assert_true(f->u.calls > calls);
@@ -525,7 +529,8 @@ static void test_a_parent_keeps_dead_children_for_reuse(void **state)
         mr_arena_destroy(many[i]);
     mr_node_stats(r, false, &rs);
     mr_arena_stats(root, &own);
-    assert_true(rs.held - own.held <= MR_TREE_KEEP_CHILDREN * MR_TREE_KEEP_BYTES);
+    assert_int_equal(rs.held, own.held);
+    assert_true(own.held - alone.held <= MR_TREE_KEEP_CHILDREN * MR_TREE_KEEP_BYTES);
     /* release returns them */
     mr_arena_release(root);
     mr_node_stats(r, false, &rs);
@@ -566,6 +571,71 @@ static void test_what_a_parent_does_not_keep(void **state)
     assert_int_equal(s.held, held);
     mr_blocks_destroy(b);
     mrt_upstream_fini(&other);
+    assert_int_equal(f->v.count, 0);
+}
+
+/* The children a parent keeps are on its books: its own stats (held, and
+ * peak_held at least held), its node's, the report's grand total -- after a
+ * reset that kills the child as after its destroy; its release gives them
+ * back.  An arena keeper, and a thread-safe pool that keeps its own. */
+static void assert_books(fixture *f, mr_node *n, const mr_stats *own)
+{
+    mr_stats s;
+    mr_node_stats(n, false, &s);
+    assert_int_equal(own->held, f->u.bytes);
+    assert_true(own->peak_held >= own->held);
+    assert_int_equal(s.held, f->u.bytes);
+    char line[512];
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    assert_int_equal(mr_report(n, out, &(mr_report_options){.format = MR_REPORT_JSON}), 1);
+    rewind(out);
+    size_t total = 0;
+    while (fgets(line, sizeof line, out) != NULL) {
+        const char *t = strstr(line, "\"kind\":\"total\"");
+        if (t != NULL)
+            assert_int_equal(sscanf(strstr(line, "\"total_bytes\":"), "\"total_bytes\":%zu", &total), 1);
+    }
+    fclose(out);
+    assert_int_equal(total, f->u.bytes);
+}
+
+static void test_kept_children_are_on_the_keepers_books(void **state)
+{
+    fixture *f = *state;
+    mr_stats s;
+    mr_arena *parent = arena_under(NULL, &f->u.base, "parent");
+    mr_node *np = mr_arena_node(parent);
+    mr_arena *child = arena_under(np, NULL, "child");
+    assert_non_null(mr_arena_alloc(child, 100));
+    mr_arena_reset(parent); /* the child dies and is kept */
+    assert_null(mr_node_first_child(np));
+    mr_arena_stats(parent, &s);
+    assert_int_equal(s.in_use, 0);
+    assert_books(f, np, &s);
+    child = arena_under(np, NULL, "child"); /* the kept one, again: off the keeper's books, on its own */
+    mr_arena_stats(parent, &s);
+    mr_stats sc;
+    mr_arena_stats(child, &sc);
+    assert_int_equal(s.held + sc.held, f->u.bytes);
+    mr_arena_destroy(child);
+    mr_arena_stats(parent, &s);
+    assert_books(f, np, &s);
+    mr_arena_release(parent); /* gives the kept children back */
+    mr_arena_stats(parent, &s);
+    assert_int_equal(s.held, f->u.bytes);
+    mr_arena_destroy(parent);
+    assert_int_equal(f->u.bytes, 0);
+
+    mr_pools *ts = mr_pools_create(&(mr_pools_options){.upstream = &f->u.base, .thread_safe = true});
+    mr_node *nt = mr_pools_node(ts);
+    child = arena_under(nt, NULL, "child");
+    assert_non_null(mr_arena_alloc(child, 100));
+    mr_arena_destroy(child);
+    mr_pools_stats(ts, &s);
+    assert_books(f, nt, &s);
+    mr_pools_destroy(ts);
+    assert_int_equal(f->u.bytes, 0);
     assert_int_equal(f->v.count, 0);
 }
 
@@ -869,6 +939,7 @@ int main(void)
         tree_test(test_a_failed_create_leaves_the_parent_unchanged),
         tree_test(test_set_parent_moves_a_subtree),
         tree_test(test_a_parent_keeps_dead_children_for_reuse),
+        tree_test(test_kept_children_are_on_the_keepers_books),
         tree_test(test_what_a_parent_does_not_keep),
         tree_test(test_stats_of_a_subtree_count_each_byte_once),
         tree_test(test_text_report_in_postgresql_form),

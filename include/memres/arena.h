@@ -300,7 +300,8 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from);
 /* The arena's node in the tree of lifetimes (memres/tree.h). */
 MR_API mr_node *mr_arena_node(mr_arena *a);
 
-/* Fills *out (mr_stats is in resource.h).  Walks the blocks: O(blocks), never on a hot path. */
+/* Fills *out (mr_stats is in resource.h).  Walks the blocks: O(blocks), never on a hot path.
+ * held counts the children the arena keeps for reuse (memres/tree.h). */
 MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out);
 
 /* Verifies the arena's invariants (block chain, bump pointer inside the

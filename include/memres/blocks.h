@@ -160,6 +160,8 @@ MR_API mr_resource *mr_blocks_resource(mr_blocks *b);
 /* Fills *out (mr_stats is in resource.h); O(threads using the shared pool)
  * under the pool's lock:
  *   held        bytes of blocks held from the upstream + bytes passed through
+ *               + the children kept for reuse (memres/tree.h); the header
+ *               is in mr_node_stats only
  *   in_use      bytes of blocks handed out and not put back + bytes passed
  *               through (held - in_use is what the pool caches, per-thread
  *               caches included)

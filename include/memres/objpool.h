@@ -151,7 +151,8 @@ MR_API void mr_objpool_release(mr_objpool *p);
 
 /* Fills *out (mr_stats is in resource.h).  O(1).
  *   in_use      live objects * mr_objpool_object_size(p)
- *   held        bytes held from upstream: header, blocks and block list
+ *   held        bytes held from upstream: header, blocks and block list,
+ *               and the children kept for reuse (memres/tree.h)
  *   allocations successful mr_objpool_alloc calls (and resource allocates)
  *   upstream_*  successful upstream allocate / deallocate calls */
 MR_API void mr_objpool_stats(const mr_objpool *p, mr_stats *out);

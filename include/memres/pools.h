@@ -236,7 +236,8 @@ MR_API void mr_pools_get_options(const mr_pools *p, mr_pools_options *out);
  *   in_use      bytes of live blocks, each counted at its class size, plus the
  *               sizes of live direct requests
  *   held        bytes held from upstream: header, chunks, chunk records,
- *               direct blocks with their headers, thread caches
+ *               direct blocks with their headers, thread caches, and the
+ *               children kept for reuse (memres/tree.h)
  *   allocations successful allocations (mr_pools_alloc and the resource)
  *   upstream_*  successful upstream allocate / deallocate calls */
 MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out);

@@ -43,8 +43,9 @@
  *     a server's arena keeps the dead requests of all its connections, so
  *     the next request of any connection takes the arena the last one
  *     left -- or the parent itself when it is thread-safe.  The keeper's
- *     release and destroy give the kept children back upstream; its stats
- *     in mr_node_stats and the reports include them (as free).
+ *     release and destroy give the kept children back upstream; its own
+ *     stats (mr_arena_stats, ...), mr_node_stats and the reports include
+ *     them in held (as free).
  *   - Threads: a node that is not thread-safe and its subtree are used by
  *     one thread at a time (a report or mr_node_stats is a use).  Children
  *     of a thread-safe pool or object pool, or of a block pool, may be
@@ -111,9 +112,11 @@ MR_API const char *mr_node_kind(const mr_node *n);
  * mr_blocks_shared()'s node. */
 MR_API int mr_node_set_parent(mr_node *n, mr_node *parent);
 
-/* Fills *out with n's figures (mr_stats of its allocator, plus the
- * children it keeps for reuse: in held, not in use) -- or, recurse, their
- * sum over n's subtree.  O(nodes), no allocation. */
+/* Fills *out with n's figures (mr_stats of its allocator, whose held
+ * counts the children it keeps for reuse: held, not in use; a block pool's
+ * header too) -- or, recurse, their sum over n's subtree.  Every byte a
+ * subtree has from its roots' upstreams is in exactly one node's held.
+ * O(nodes), no allocation. */
 MR_API void mr_node_stats(const mr_node *n, bool recurse, mr_stats *out);
 
 /* Reports. */
