@@ -7,7 +7,11 @@
  * model remembers every live allocation with a fill pattern; patterns are
  * verified before memory is given back (free, rewind, reset, release), every
  * allocator's check() runs after each op, and at the end the upstream must be
- * balanced.  Any violation aborts, which libFuzzer (or the standalone driver
+ * balanced.  Child arenas (memres/tree.h) come and go under the arena --
+ * destroyed at once, with a grandchild, or left to die in the arena's reset,
+ * release or rewind, when the arena keeps them for reuse -- and after every op
+ * the books balance: the allocators' held bytes (mr_*_stats, the kept
+ * children in their keeper's) add up to what the upstream has out.  Any violation aborts, which libFuzzer (or the standalone driver
  * in driver.c) reports with the input.
  */
 #include <errno.h>
@@ -47,6 +51,8 @@ typedef struct state {
     size_t mark_cleanups[MAX_MARKS];
     size_t nmarks;
     size_t cleanups_registered, cleanups_run;
+    mr_arena *child;  /* a live child of the arena, or NULL */
+    size_t child_seq; /* when it was made (a rewind past it destroys it) */
 } state;
 
 #define FAIL(...) (fprintf(stderr, "fuzz_ops: " __VA_ARGS__), fputc('\n', stderr), abort())
@@ -121,11 +127,36 @@ static void check_all(state *s)
         FAIL("allocator invariant broken");
     if (s->cleanups_run > s->cleanups_registered)
         FAIL("more cleanups ran than were registered");
+    mr_stats a, o, p, c = {0};
+    mr_arena_stats(s->arena, &a);
+    mr_objpool_stats(s->objpool, &o);
+    mr_pools_stats(s->pools, &p);
+    if (s->child != NULL)
+        mr_arena_stats(s->child, &c);
+    if (a.held + o.held + p.held + c.held != s->up.bytes)
+        FAIL("the books: arena %zu + objpool %zu + pools %zu + child %zu held, the upstream has %zu out", a.held, o.held,
+             p.held, c.held, s->up.bytes);
+}
+
+/* A child arena of the arena with n bytes in it, or NULL (a failed create
+ * or allocation: expected only of a failing upstream). */
+static mr_arena *child_of(state *s, mr_node *parent, size_t n)
+{
+    size_t failures = s->up.failures;
+    mr_arena *c = mr_arena_create(&(mr_arena_options){.parent = parent, .name = "child"});
+    if (c == NULL) {
+        if (s->up.failures == failures) FAIL("child create failed with no upstream failure");
+        expect_failure(c, "child create");
+        return NULL;
+    }
+    unsigned char *p = mr_arena_alloc(c, n);
+    if (p != NULL) memset(p, 0xc5, n < 4096 ? n : 4096);
+    return c;
 }
 
 static void step(state *s)
 {
-    unsigned op = byte(s) % 16;
+    unsigned op = byte(s) % 17;
     s->seq++;
     switch (op) {
     case 0: case 1: { /* arena alloc */
@@ -204,6 +235,7 @@ static void step(state *s)
             s->cleanups_registered = s->mark_cleanups[m];
             s->cleanups_run = 0;
             s->nmarks = m + 1;
+            if (s->child != NULL && s->child_seq > s->mark_seq[m]) s->child = NULL; /* made after the mark: gone */
         }
         break;
     case 8: /* defer */
@@ -221,6 +253,7 @@ static void step(state *s)
         if (s->cleanups_run != s->cleanups_registered) FAIL("reset/release did not run every cleanup");
         s->cleanups_registered = s->cleanups_run = 0;
         s->nmarks = 0;
+        s->child = NULL; /* died with the reset or release */
         break;
     }
     case 10: case 11: { /* objpool alloc */
@@ -254,6 +287,23 @@ static void step(state *s)
     case 15: /* arm the upstream to fail a coming request */
         s->up.fail_at = (byte(s) & 1) ? s->up.calls + 1 + byte(s) % 4 : 0;
         break;
+    case 16: { /* a child arena: destroyed now, with a grandchild, or left to the arena */
+        unsigned how = byte(s) % 3;
+        size_t n = size_arg(s) % (64 << 10);
+        mr_arena *c = child_of(s, mr_arena_node(s->arena), n);
+        if (c == NULL) break;
+        if (how == 0) {
+            mr_arena_destroy(c);
+        } else if (how == 1) {
+            (void)child_of(s, mr_arena_node(c), n / 2); /* dies with c */
+            mr_arena_destroy(c);
+        } else {
+            if (s->child != NULL) mr_arena_destroy(s->child);
+            s->child = c;
+            s->child_seq = s->seq;
+        }
+        break;
+    }
     }
     check_all(s);
 }
