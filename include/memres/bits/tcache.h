@@ -15,10 +15,12 @@
 #ifndef MEMRES_BITS_TCACHE_H
 #define MEMRES_BITS_TCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "memres/bits/link.h"
+#include "memres/config.h"
 
 #ifdef __cplusplus
 extern "C" {
