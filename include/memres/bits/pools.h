@@ -80,6 +80,33 @@ struct mri_pools_hot {
 #define MRI_POOLS_ALIGN_OK(align) ((align) - 1 < 16 && ((align) & ((align) - 1)) == 0)
 #define MRI_POOLS_INLINE_OK(h, size, align) ((size) - 1 < (h)->pool_max && MRI_POOLS_ALIGN_OK(align))
 
+/* mr_pools_realloc: ptr itself when both sizes are requests of one class
+ * the inline paths serve, else (and in checked builds) the slow path.
+ * Whole here, the slow call too: as a test returning to its caller it
+ * compiles to other code (gcc: a register move more). */
+static inline void *mri_pools_realloc_in(mr_pools *p, void *ptr, size_t old_size, size_t new_size, size_t align)
+{
+#if !MR_CHECKED
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    if (MR_LIKELY(ptr != NULL && MRI_POOLS_INLINE_OK(h, old_size, align) && new_size - 1 < h->pool_max &&
+                  mri_pools_class_of(mri_pools_x(old_size, align)) == mri_pools_class_of(mri_pools_x(new_size, align))))
+        return ptr;
+#endif
+    return mri_pools_realloc_slow(p, ptr, old_size, new_size, align);
+}
+
+/* mr_pools_block_size: the class's block size for a request the inline
+ * paths serve, else the slow path (whole here, as mri_pools_realloc_in). */
+static inline size_t mri_pools_block_size_in(const mr_pools *p, size_t size, size_t align)
+{
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    if (MR_LIKELY(MRI_POOLS_INLINE_OK(h, size, align))) {
+        size_t b = mri_pools_class_size_of(mri_pools_x(size, align));
+        return MR_LIKELY(b != 8 || h->ts_max == 0) ? b : 16; /* thread-safe: class 0 has two words */
+    }
+    return mri_pools_block_size_slow(p, size, align);
+}
+
 /* The class of x = size - 1 (no bits or-ed in) with xbits as mri_pools_xbits
  * (or align - 1: the low three bits of x never change the class). */
 static inline struct mri_pools_class *mri_pools_class_in(struct mri_pools_class *classes, size_t x, size_t xbits)
