@@ -66,8 +66,9 @@
  * matches).  The first use of a pool by a thread takes a spare cache, or a
  * new one from upstream.
  *
- * Locks, in this order (no path takes an earlier one while holding a later
- * one; no upstream call is made with any of them held):
+ * Locks (word locks, src/lock.h), in this order (no path takes an earlier
+ * one while holding a later one; no upstream call is made with any of them
+ * held):
  *     g_mu (global: thread exit, cache attach, pool destroy/reset, fork)
  *       -> thread mu (a thread's list of caches)
  *         -> class mu (shared lists of one class of one pool)
@@ -77,8 +78,10 @@
  * around the upstream call.  Thread exit and fork come through the one
  * registry of per-thread state (threads.c), before the block pool's.
  *
- * Fork.  pthread_atfork takes every lock above before fork and releases
- * them after in both processes, so the child sees consistent shared lists.
+ * Fork.  pthread_atfork takes every lock above before fork, gives them
+ * back after it in the parent and makes them anew in the child (a thread
+ * that did not come along may have been inside one's mutex, waiting or
+ * waking), so the child sees consistent shared lists.
  * In the child, the caches of the threads that did not come along move to
  * the pool's lost list: their free blocks and regions are not reused
  * (they stay held until release or destroy) -- their threads may have been
@@ -116,7 +119,7 @@ struct overflow_entry {
 };
 static __thread struct overflow_entry overflow[OVERFLOW_SLOTS] __attribute__((tls_model("initial-exec")));
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static mri_lock g_mu = MRI_LOCK_INIT;
 static struct mri_tc *g_engines; /* every engine (under g_mu) */
 static uint32_t g_index_used;    /* entry indexes taken (under g_mu) */
 _Static_assert(MRI_TC_SLOTS <= 32, "g_index_used has a bit per entry index");
@@ -318,26 +321,26 @@ static struct mri_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls, s
     size_t bytes;
     if (!mri_chunk_layout(cls->size, &n, cls->max_blocks, cls->round, &bytes))
         return NULL;
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_chunk *r = mri_chunk_new(&t->chunks, bytes, n, cls->align);
     if (r != NULL) {
         r->cls = cls;
         r->next = t->pending;
         t->pending = r;
     }
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
     return r;
 }
 
 /* Takes r (from chunk_new) off the pending list; under cls->mu. */
 static void pending_remove(struct mri_tc *t, struct mri_chunk *r)
 {
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_chunk **pp = &t->pending;
     while (*pp != r)
         pp = &(*pp)->next;
     *pp = r->next;
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
     r->next = NULL;
 }
 
@@ -360,7 +363,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
 {
     struct mri_tc_class *cls = &t->classes[i];
     const size_t size = cls->size;
-    pthread_mutex_lock(&cls->mu);
+    mri_lock_take(&cls->mu);
     void *head = batch_pop_locked(t, cls);
     if (head != NULL) {
         size_t n = batch_count(t, head);
@@ -377,7 +380,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
             n = cls->batch;
             set_limit(t, s, i, slot_limit(t, s, i) + n);
         }
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
         /* n blocks in, the first handed out as if from the list (frees
          * unchanged); the list, empty before, now holds n - 1 */
         s->free = mri_link_get(head, t->key);
@@ -401,18 +404,18 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         set_limit(t, s, i, slot_limit(t, s, i) + r->blocks);
     }
     if (bump != end) {
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
     } else {
         size_t n = next_chunk_blocks(cls, slot_limit(t, s, i));
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
         struct mri_chunk *r = chunk_new(t, cls, n);
         if (r == NULL)
             return NULL;
-        pthread_mutex_lock(&cls->mu);
+        mri_lock_take(&cls->mu);
         MR_ASSERT_INTERNAL(cls->next == NULL);
         pending_remove(t, r);
         chunk_link(cls, r);
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
         bump = r->base;
         end = r->base + r->blocks * size;
         set_limit(t, s, i, slot_limit(t, s, i) + r->blocks);
@@ -454,9 +457,9 @@ MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i)
     mri_track_poison(b, cls->size);
     mri_link_set(b, NULL, t->key);
     batch_push(t, cls, b, 1);
-    pthread_mutex_lock(&cls->mu);
+    mri_lock_take(&cls->mu);
     cls->frees_nocache++;
-    pthread_mutex_unlock(&cls->mu);
+    mri_lock_give(&cls->mu);
 }
 
 /* Moves everything slot s of class i holds to the shared lists. */
@@ -472,9 +475,9 @@ static void slot_flush(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
     s->free = NULL;
     moved_add(t, s, i, n);
     if (s->bump != s->end) {
-        pthread_mutex_lock(&cls->mu);
+        mri_lock_take(&cls->mu);
         region_push_locked(t, cls, s->bump, s->end);
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
     }
     s->bump = s->end = 0;
     set_limit(t, s, i, cls->min_limit);
@@ -526,44 +529,44 @@ void mri_tsafe_thread_exit(void)
     struct mri_tc_thread *th = &mri_tc_self;
     if (!th->ready)
         return;
-    pthread_mutex_lock(&g_mu);
-    pthread_mutex_lock(&th->mu);
+    mri_lock_take(&g_mu);
+    mri_lock_take(&th->mu);
     for (struct mri_tc_cache *c = th->caches, *next; c != NULL; c = next) {
         next = c->tnext;
         struct mri_tc *t = c->owner;
         cache_flush(t, c);
-        pthread_mutex_lock(&t->mu);
+        mri_lock_take(&t->mu);
         list_remove(&t->active, c);
         list_push(&t->spare, c);
         c->thread = NULL;
-        pthread_mutex_unlock(&t->mu);
+        mri_lock_give(&t->mu);
     }
     th->caches = NULL;
     for (size_t k = 0; k < MRI_TC_SLOTS; k++) /* this thread's */
         mri_tc_table[k] = (struct mri_tc_slot *)mri_tc_none;
     memset(overflow, 0, sizeof overflow);
-    pthread_mutex_unlock(&th->mu);
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&th->mu);
+    mri_lock_give(&g_mu);
 }
 
 void mri_tsafe_fork_prepare(void)
 {
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
         for (size_t i = 0; i < t->nclasses; i++)
-            pthread_mutex_lock(&t->classes[i].mu);
-        pthread_mutex_lock(&t->mu);
+            mri_lock_take(&t->classes[i].mu);
+        mri_lock_take(&t->mu);
     }
 }
 
 void mri_tsafe_fork_parent(void)
 {
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
-        pthread_mutex_unlock(&t->mu);
+        mri_lock_give(&t->mu);
         for (size_t i = 0; i < t->nclasses; i++)
-            pthread_mutex_unlock(&t->classes[i].mu);
+            mri_lock_give(&t->classes[i].mu);
     }
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
 }
 
 void mri_tsafe_fork_child(void)
@@ -597,35 +600,35 @@ void mri_tsafe_fork_child(void)
                 c->thread = NULL;
             }
         }
-        pthread_mutex_init(&t->mu, NULL);
+        (void)mri_lock_init(&t->mu);
         for (size_t i = 0; i < t->nclasses; i++)
-            pthread_mutex_init(&t->classes[i].mu, NULL);
+            (void)mri_lock_init(&t->classes[i].mu);
     }
     if (self->ready)
-        pthread_mutex_init(&self->mu, NULL);
-    pthread_mutex_init(&g_mu, NULL);
+        (void)mri_lock_init(&self->mu);
+    (void)mri_lock_init(&g_mu);
 }
 
 MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
 {
     struct mri_tc_thread *self = &mri_tc_self;
     if (!self->ready) {
-        pthread_mutex_init(&self->mu, NULL);
+        (void)mri_lock_init(&self->mu);
         self->table = mri_tc_table;
         self->ready = true;
     }
     struct mri_tc_cache *c;
-    pthread_mutex_lock(&self->mu);
+    mri_lock_take(&self->mu);
     for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)
         ;
-    pthread_mutex_unlock(&self->mu);
+    mri_lock_give(&self->mu);
     if (c == NULL) {
         /* its exit hands the cache back (again, when this is a later
          * destructor's use): without that, no cache */
         if (!mri_thread_watch())
             return mri_fail(ENOMEM);
         /* a spare cache, else a new one (no lock across the upstream call) */
-        pthread_mutex_lock(&t->mu);
+        mri_lock_take(&t->mu);
         c = t->spare;
         if (c != NULL) {
             list_remove(&t->spare, c);
@@ -641,7 +644,7 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
             }
         }
         if (c == NULL) {
-            pthread_mutex_unlock(&t->mu);
+            mri_lock_give(&t->mu);
             return NULL; /* errno from upstream */
         }
         for (size_t i = 0; i < t->nclasses; i++) { /* (a spare one is flushed: the same) */
@@ -649,15 +652,15 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
             set_room(&c->slots[i], t->classes[i].min_limit);
         }
         list_push(&t->active, c);
-        pthread_mutex_unlock(&t->mu);
+        mri_lock_give(&t->mu);
         /* the thread's list under g_mu: a destroy or exit is not walking it */
-        pthread_mutex_lock(&g_mu);
-        pthread_mutex_lock(&self->mu);
+        mri_lock_take(&g_mu);
+        mri_lock_take(&self->mu);
         c->thread = self;
         c->tnext = self->caches;
         self->caches = c;
-        pthread_mutex_unlock(&self->mu);
-        pthread_mutex_unlock(&g_mu);
+        mri_lock_give(&self->mu);
+        mri_lock_give(&g_mu);
     }
     if (t->index != MRI_TC_NONE) {
         mri_tc_table[t->index] = c->slots;
@@ -702,10 +705,10 @@ void mri_tc_flush(struct mri_tc *t)
     if (mri_tc_slots_of(t) != NULL) {
         c = mri_container_of(mri_tc_slots_of(t), struct mri_tc_cache, slots);
     } else if (self->ready) {
-        pthread_mutex_lock(&self->mu);
+        mri_lock_take(&self->mu);
         for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)
             ;
-        pthread_mutex_unlock(&self->mu);
+        mri_lock_give(&self->mu);
     }
     if (c != NULL)
         cache_flush(t, c);
@@ -734,16 +737,16 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
 void mri_tc_start(struct mri_tc *t)
 {
     (void)mri_threads_ready(); /* the fork handlers, before the pool is used */
-    pthread_mutex_init(&t->mu, NULL);
+    (void)mri_lock_init(&t->mu);
     for (size_t i = 0; i < t->nclasses; i++) {
         struct mri_tc_class *cls = &t->classes[i];
         MR_ASSERT_INTERNAL(cls->size >= 2 * LINK && cls->first_blocks >= 1 && cls->max_blocks >= 1);
         size_t b = BATCH_BYTES / cls->size;
         cls->batch = b < BATCH_MIN ? BATCH_MIN : b > BATCH_MAX ? BATCH_MAX : b;
         cls->min_limit = 2 * cls->batch;
-        pthread_mutex_init(&cls->mu, NULL);
+        (void)mri_lock_init(&cls->mu);
     }
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     if (g_index_used != UINT32_MAX) {
         t->index = (size_t)__builtin_ctz(~g_index_used);
         g_index_used |= (uint32_t)1 << t->index;
@@ -753,7 +756,7 @@ void mri_tc_start(struct mri_tc *t)
     if (g_engines != NULL)
         g_engines->reg_prev = t;
     g_engines = t;
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
 }
 
 /* Empties every cache and shared list (under g_mu: exiting threads flush
@@ -800,7 +803,7 @@ static void empty_all(struct mri_tc *t, bool release)
  * call on the pool runs; the upstream calls are made with no lock held). */
 static void give_back(struct mri_tc *t)
 {
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     for (size_t i = 0; i < t->nclasses; i++) {
         for (struct mri_chunk *r = t->classes[i].dropped, *next; r != NULL; r = next) {
             next = r->next;
@@ -809,30 +812,30 @@ static void give_back(struct mri_tc *t)
         t->classes[i].dropped = NULL;
     }
     mri_chunks_release(&t->chunks);
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
 }
 
 void mri_tc_reset(struct mri_tc *t, bool release)
 {
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     empty_all(t, release);
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
     if (release)
         give_back(t);
 }
 
 void mri_tc_fini(struct mri_tc *t)
 {
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     /* no thread finds its cache again: each is taken off its thread's list,
      * and its thread's entry no longer leads to it (that thread is in no
      * call on the pool: a destroy overlaps none) */
     for (struct mri_tc_cache *c = t->active; c != NULL; c = c->next) {
-        pthread_mutex_lock(&c->thread->mu);
+        mri_lock_take(&c->thread->mu);
         thread_remove(c->thread, c);
         if (t->index != MRI_TC_NONE)
             c->thread->table[t->index] = (struct mri_tc_slot *)mri_tc_none;
-        pthread_mutex_unlock(&c->thread->mu);
+        mri_lock_give(&c->thread->mu);
     }
     if (t->index != MRI_TC_NONE)
         g_index_used &= ~((uint32_t)1 << t->index);
@@ -843,9 +846,9 @@ void mri_tc_fini(struct mri_tc *t)
     if (t->reg_next != NULL)
         t->reg_next->reg_prev = t->reg_prev;
     empty_all(t, true);
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
     give_back(t);
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
     for (size_t l = 0; l < 3; l++)
         for (struct mri_tc_cache *c = lists[l], *next; c != NULL; c = next) {
@@ -853,10 +856,10 @@ void mri_tc_fini(struct mri_tc *t)
             mri_chunks_up_deallocate(&t->chunks, c, c->bytes, 64);
         }
     t->active = t->spare = t->lost = NULL;
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
     for (size_t i = 0; i < t->nclasses; i++)
-        pthread_mutex_destroy(&t->classes[i].mu);
-    pthread_mutex_destroy(&t->mu);
+        mri_lock_fini(&t->classes[i].mu);
+    mri_lock_fini(&t->mu);
 }
 
 /* ---- queries ---- */
@@ -881,15 +884,15 @@ static size_t frees_within(size_t a, size_t f)
 void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *frees)
 {
     size_t a = 0, f = 0;
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
     for (size_t l = 0; l < 3; l++)
         for (struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next)
             cache_counts(t, c, i, &a, &f);
-    pthread_mutex_unlock(&t->mu);
-    pthread_mutex_lock(&t->classes[i].mu);
+    mri_lock_give(&t->mu);
+    mri_lock_take(&t->classes[i].mu);
     f += t->classes[i].frees_nocache;
-    pthread_mutex_unlock(&t->classes[i].mu);
+    mri_lock_give(&t->classes[i].mu);
     *allocations = a;
     *frees = frees_within(a, f);
 }

@@ -125,7 +125,7 @@ typedef struct mr_pools_options {
 #define MR_POOLS_EXACT_MIN ((size_t)1025)
 
 /* Creates a pool.  opts may be NULL (all defaults).  Only the header (about
- * 110 bytes a class, 10 KiB with the defaults; thread-safe, 180 a class) is
+ * 110 bytes a class, 10 KiB with the defaults; thread-safe, 240 a class) is
  * taken from upstream now; a class's chunks come with its first
  * allocation.  Errors: NULL with errno = ENOMEM (the upstream cannot give
  * the header) or EINVAL (bad options).  A thread-safe pool's per-thread
