@@ -16,11 +16,12 @@
  * failing resource to exercise the adaptors' own failure paths.)
  *
  * Algorithm.  Every adaptor embeds `struct adaptor`: its resource view, the
- * upstream, the resource its own memory came from, a mutex, and one
- * mri_ledger (src/ledger.h) through which every upstream call goes, so that
+ * upstream, the resource its own memory came from, a lock (a word lock:
+ * memres/bits/lock.h), and one mri_ledger (src/ledger.h) through which
+ * every upstream call goes, so that
  * bytes outstanding, their peak and the upstream calls are counted the way
- * every allocator counts them.  Each view operation takes the mutex, decides,
- * calls upstream through the ledger and unlocks: the mutex is held across the
+ * every allocator counts them.  Each view operation takes the lock, decides,
+ * calls upstream through the ledger and unlocks: the lock is held across the
  * upstream call, which makes a limit or a fault rule exact under concurrency
  * and serialises an upstream that is not thread-safe.  None of this is on a
  * hot path; a lock per call is cheap next to what a test does.
@@ -68,7 +69,7 @@
  *   failing:   failures <= requests,
  *              allocations + failures + upstream refusals == requests
  *
- * Lock order: an adaptor's mutex, then whatever its upstream takes (and the
+ * Lock order: an adaptor's lock, then whatever its upstream takes (and the
  * default resource's, for tracking's table).  The violation handler runs
  * with no lock held.
  *

@@ -29,7 +29,7 @@
  * destructors) go to the locked list directly.  Pools from mr_blocks_create have no
  * per-thread caches: they can be destroyed, and a destroyed pool could not
  * take back blocks cached in other threads.  They lock on every get and put;
- * a block is 64 KiB of work, so an uncontended mutex is noise.
+ * a block is 64 KiB of work, so an uncontended lock is noise.
  *
  * Invariants (under the pool's lock; Σ over the shared pool's live caches;
  * the ledger is src/ledger.h):
@@ -42,9 +42,9 @@
  * go to the upstream and are only counted (nlarge, large_bytes): their size
  * tells deallocate where they belong.
  *
- * Lock order.  Each pool has one mutex, b->lock; functions that must run
- * with it held end in _locked and assert it (MR_DEBUG >= 2).  The pool calls its
- * upstream only with b->lock held (so the upstream needs no thread safety of
+ * Lock order.  Each pool has one lock, b->lock (a word lock: memres/bits/
+ * lock.h); functions that must run with it held end in _locked and assert
+ * it (MR_DEBUG >= 2).  The pool calls its upstream only with b->lock held (so the upstream needs no thread safety of
  * its own); when that upstream is another pool's resource, this pool's lock
  * is taken before the other's -- a pool must never be its own upstream,
  * directly or through others.  No other memres lock is taken under b->lock.
