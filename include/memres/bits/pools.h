@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "memres/bits/classes.h"
+#include "memres/bits/freelist.h"
 #include "memres/bits/link.h"
 #include "memres/bits/tcache.h"
 
@@ -121,26 +122,8 @@ static inline void *mri_pools_class_take(mr_pools *p, struct mri_pools_class *c)
 {
 #if !MR_CHECKED
     const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
-    void *b = c->free;
-    if (MR_LIKELY(b != NULL)) {
-        c->free = mri_link_load(b, h->key);
-        c->allocations++;
-        if (MR_FREE_CHECK && c->size >= 16)
-            mri_mark_set(b, 0);
-        return b;
-    }
-    uintptr_t q = c->bump;
-    if (MR_LIKELY(q != c->end)) {
-        MR_ASSUME(q != 0); /* a bump region is never at address 0 */
-        /* the count first: a tail unlike the free-list path's, which the
-         * compiler would otherwise merge with it, costing that path a
-         * load and a store in place of one add to memory */
-        c->allocations++;
-        c->bump = q + c->size;
-        if (MR_FREE_CHECK && c->size >= 16)
-            mri_mark_set((void *)q, 0);
-        return (void *)q;
-    }
+    MRI_FL_TAKE(c, bump, h->key, c->allocations++, c->allocations++, MR_FREE_CHECK && c->size >= 16, true,
+                true);
     return NULL;
 #else
     (void)p, (void)c;
@@ -155,15 +138,7 @@ static inline bool mri_pools_class_put(mr_pools *p, struct mri_pools_class *c, v
 {
 #if !MR_CHECKED
     const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
-    if (MR_FREE_CHECK && c->size >= 16) {
-        if (MR_UNLIKELY(mri_mark_test(ptr, h->mark)))
-            return false;
-        mri_mark_set(ptr, h->mark);
-    }
-    mri_link_store(ptr, c->free, h->key);
-    c->free = ptr;
-    c->frees++;
-    return true;
+    MRI_FL_PUT(c, ptr, h->key, h->mark, c->frees++, MR_FREE_CHECK && c->size >= 16);
 #else
     (void)p, (void)c, (void)ptr;
     return false;
