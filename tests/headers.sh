@@ -5,7 +5,8 @@
 # each C compiler given (default: gcc and clang, those found) with -Wall
 # -Wextra -Wpedantic -Werror, and as C++17 by g++ (or $CXX).  The C++
 # bridge (memres.hpp) is compiled as C++ only.  Fails, naming the header,
-# when one needs something it does not include.
+# when one needs something it does not include, or when a contract header
+# casts to a private struct.
 set -uo pipefail
 root=${1:?usage: headers.sh ROOT [CC...]}
 shift
@@ -41,5 +42,10 @@ for h in "$root"/include/memres/*.h "$root"/include/memres/*.hpp "$root"/include
     echo "skip: $cxx not found"
   fi
 done
+# The contract headers (memres/*.h, not bits/) call into bits/ and cast to
+# no private struct: the layouts live in bits/ alone.
+if casts=$(grep -nE '\( *(const +)?struct +mri_[a-z_]+ *\*+ *\)' "$root"/include/memres/*.h "$root"/include/memres/*.hpp); then
+  echo "FAIL: a contract header casts to a private struct:"; sed 's/^/    /' <<<"$casts"; fail=1
+fi
 echo "headers: $built compiles, $([ $fail = 0 ] && echo all self-contained || echo FAILED)"
 exit $fail
