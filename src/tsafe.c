@@ -91,6 +91,9 @@
  * least two words): a batch's first block holds the next batch in its
  * second word, its second block (if any) the batch's block count; a
  * region's first block holds the next region and the region's end.
+ *
+ * Files: this one runs the engine; tsafe_check.c walks it (mri_tc_check);
+ * tsafe_impl.h has what both read (those records, a slot's counts).
  */
 #include <string.h>
 
