@@ -16,11 +16,12 @@
  * failing resource to exercise the adaptors' own failure paths.)
  *
  * Algorithm.  Every adaptor embeds `struct adaptor`: its resource view, the
- * upstream, the resource its own memory came from, a mutex, and one
- * mri_ledger (src/ledger.h) through which every upstream call goes, so that
+ * upstream, the resource its own memory came from, a lock (a word lock:
+ * memres/bits/lock.h), and one mri_ledger (src/ledger.h) through which
+ * every upstream call goes, so that
  * bytes outstanding, their peak and the upstream calls are counted the way
- * every allocator counts them.  Each view operation takes the mutex, decides,
- * calls upstream through the ledger and unlocks: the mutex is held across the
+ * every allocator counts them.  Each view operation takes the lock, decides,
+ * calls upstream through the ledger and unlocks: the lock is held across the
  * upstream call, which makes a limit or a fault rule exact under concurrency
  * and serialises an upstream that is not thread-safe.  None of this is on a
  * hot path; a lock per call is cheap next to what a test does.
@@ -68,7 +69,7 @@
  *   failing:   failures <= requests,
  *              allocations + failures + upstream refusals == requests
  *
- * Lock order: an adaptor's mutex, then whatever its upstream takes (and the
+ * Lock order: an adaptor's lock, then whatever its upstream takes (and the
  * default resource's, for tracking's table).  The violation handler runs
  * with no lock held.
  *
@@ -77,11 +78,11 @@
  * use after free or overflow (that is ASan's job); shrinking the tracking
  * table after a peak.
  */
-#include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
 #include "ledger.h"
+#include "lock.h"
 #include "memres/adaptors.h"
 
 /* ---- what every adaptor shares ---- */
@@ -91,7 +92,7 @@ struct adaptor {
     mr_resource *upstream;
     mr_resource *meta;    /* where this header (and tracking's table) came from */
     size_t header_size;   /* of the whole object, for destroy */
-    pthread_mutex_t lock; /* guards everything below and the upstream calls */
+    mri_lock lock;        /* guards everything below and the upstream calls */
     mri_ledger ledger;    /* held == in_use: bytes outstanding through it */
 };
 
@@ -106,7 +107,7 @@ static void *adaptor_create(size_t size, mr_resource *upstream, const struct mr_
     if (a == NULL)
         return mri_fail(ENOMEM);
     memset(a, 0, size);
-    if (pthread_mutex_init(&a->lock, NULL) != 0) {
+    if (!mri_lock_init(&a->lock)) {
         mr_deallocate(meta, a, size, HEADER_ALIGN);
         return mri_fail(ENOMEM);
     }
@@ -119,20 +120,21 @@ static void *adaptor_create(size_t size, mr_resource *upstream, const struct mr_
 
 static void adaptor_destroy(struct adaptor *a)
 {
-    (void)pthread_mutex_destroy(&a->lock);
+    mri_lock_fini(&a->lock);
     mr_deallocate(a->meta, a, a->header_size, HEADER_ALIGN);
 }
 
-/* The mutex of an adaptor reached through a const pointer: stats and
+/* The lock of an adaptor reached through a const pointer: stats and
  * queries are logically const, and no adaptor object is ever defined const
  * (each is allocated by its create). */
-static void lock(const struct adaptor *a) { (void)pthread_mutex_lock((pthread_mutex_t *)(uintptr_t)&a->lock); }
+static void lock(const struct adaptor *a) { mri_lock_take((mri_lock *)(uintptr_t)&a->lock); }
 
-/* Unlocks, keeping errno (POSIX lets a successful call change it). */
+/* Unlocks, keeping errno (a give that wakes a waiter calls pthreads, which
+ * POSIX lets change it). */
 static void unlock(const struct adaptor *a)
 {
     int e = errno;
-    (void)pthread_mutex_unlock((pthread_mutex_t *)(uintptr_t)&a->lock);
+    mri_lock_give((mri_lock *)(uintptr_t)&a->lock);
     errno = e;
 }
 

@@ -29,7 +29,7 @@
  * destructors) go to the locked list directly.  Pools from mr_blocks_create have no
  * per-thread caches: they can be destroyed, and a destroyed pool could not
  * take back blocks cached in other threads.  They lock on every get and put;
- * a block is 64 KiB of work, so an uncontended mutex is noise.
+ * a block is 64 KiB of work, so an uncontended lock is noise.
  *
  * Invariants (under the pool's lock; Σ over the shared pool's live caches;
  * the ledger is src/ledger.h):
@@ -42,9 +42,9 @@
  * go to the upstream and are only counted (nlarge, large_bytes): their size
  * tells deallocate where they belong.
  *
- * Lock order.  Each pool has one mutex, b->lock; functions that must run
- * with it held end in _locked and assert it (MR_DEBUG >= 2).  The pool calls its
- * upstream only with b->lock held (so the upstream needs no thread safety of
+ * Lock order.  Each pool has one lock, b->lock (a word lock: memres/bits/
+ * lock.h); functions that must run with it held end in _locked and assert
+ * it (MR_DEBUG >= 2).  The pool calls its upstream only with b->lock held (so the upstream needs no thread safety of
  * its own); when that upstream is another pool's resource, this pool's lock
  * is taken before the other's -- a pool must never be its own upstream,
  * directly or through others.  No other memres lock is taken under b->lock.
@@ -110,7 +110,7 @@ struct mr_blocks {
     mr_resource *block_source;  /* where blocks come from: upstream, or the
                                    huge-page source (memres/pages.h) */
     bool shared;                /* the process-wide pool: has per-thread caches */
-    pthread_mutex_t lock;
+    mri_lock lock;
     /* everything below: under lock */
     void *free;                 /* cached blocks, LIFO, linked through their first word */
     size_t nfree;               /* blocks on free */
@@ -137,20 +137,20 @@ static mr_blocks shared_pool = {
     .block_size = MR_BLOCKS_DEFAULT_SIZE,
     .max_free_blocks = MR_BLOCKS_DEFAULT_MAX_FREE / MR_BLOCKS_DEFAULT_SIZE,
     .shared = true,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = MRI_LOCK_INIT,
     .tree_lock = MRI_LOCK_INIT,
 };
 
 static _Thread_local tblocks tls_blocks TLS_MODEL;
 
-static void lock(mr_blocks *b) { (void)pthread_mutex_lock(&b->lock); }
-static void unlock(mr_blocks *b) { (void)pthread_mutex_unlock(&b->lock); }
+static void lock(mr_blocks *b) { mri_lock_take(&b->lock); }
+static void unlock(mr_blocks *b) { mri_lock_give(&b->lock); }
 
-/* Is b's lock held (by some thread: a mutex cannot say by whom)?  For
+/* Is b's lock held (by some thread: a lock cannot say by whom)?  For
  * MR_ASSERT_INTERNAL in the _locked functions only. */
 MRI_UNUSED static bool is_locked(mr_blocks *b)
 {
-    if (pthread_mutex_trylock(&b->lock) != 0)
+    if (!mri_lock_try(&b->lock))
         return true;
     unlock(b);
     return false;
@@ -270,8 +270,9 @@ void mri_blocks_thread_exit(void)
 }
 
 /* fork() (the registry's hooks): the child must not inherit the lock held
- * by a thread that does not exist there.  Of the registered caches only
- * the forking thread's survives. */
+ * by a thread that does not exist there: taken before fork, given back in
+ * the parent, made anew in the child (memres/bits/lock.h).  Of the
+ * registered caches only the forking thread's survives. */
 void mri_blocks_fork_prepare(void) { lock(&shared_pool); }
 void mri_blocks_fork_parent(void) { unlock(&shared_pool); }
 void mri_blocks_fork_child(void)
@@ -282,7 +283,7 @@ void mri_blocks_fork_child(void)
         me->prev = me->next = NULL;
         shared_pool.threads = me;
     }
-    unlock(&shared_pool);
+    (void)mri_lock_init(&shared_pool.lock);
 }
 
 static void shared_init(void)
@@ -399,12 +400,12 @@ MR_API mr_blocks *mr_blocks_create(const mr_blocks_options *opts)
     mr_blocks *b = mri_node_header(NULL, up, sizeof *b, alignof(mr_blocks), 0); /* (not the ledger's) */
     if (b == NULL)
         return NULL; /* errno from the upstream */
-    if (pthread_mutex_init(&b->lock, NULL) != 0) {
+    if (!mri_lock_init(&b->lock)) {
         mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
         return mri_fail(ENOMEM);
     }
     if (!mri_lock_init(&b->tree_lock)) {
-        (void)pthread_mutex_destroy(&b->lock);
+        mri_lock_fini(&b->lock);
         mr_deallocate(up, b, sizeof *b, alignof(mr_blocks));
         return mri_fail(ENOMEM);
     }
@@ -438,7 +439,7 @@ static void node_free(mr_node *n)
     while ((p = pop_free_locked(b)) != NULL)
         release_block_locked(b, p);
     unlock(b);
-    (void)pthread_mutex_destroy(&b->lock);
+    mri_lock_fini(&b->lock);
     mri_node_release(n, b, sizeof *b, alignof(mr_blocks), NULL);
 }
 

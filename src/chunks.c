@@ -38,10 +38,10 @@ void *mri_chunks_up_allocate(struct mri_chunks *c, size_t size, size_t align)
         return mri_ledger_allocate(c->ledger, c->upstream, size, align);
     if (!mri_ledger_reserve(c->ledger, size))
         return NULL;
-    pthread_mutex_unlock(c->lock);
+    mri_lock_give(c->lock);
     void *p = mr_allocate(c->upstream, size, align);
     int err = errno;
-    pthread_mutex_lock(c->lock);
+    mri_lock_take(c->lock);
     if (p == NULL) {
         mri_ledger_cancel(c->ledger, size);
         errno = err;
@@ -58,9 +58,9 @@ void mri_chunks_up_deallocate(struct mri_chunks *c, void *p, size_t size, size_t
         return;
     }
     mri_ledger_give(c->ledger, size);
-    pthread_mutex_unlock(c->lock);
+    mri_lock_give(c->lock);
     mr_deallocate(c->upstream, p, size, align);
-    pthread_mutex_lock(c->lock);
+    mri_lock_take(c->lock);
 }
 
 /* A record: a spare one, else the newest page's next, else a new page's

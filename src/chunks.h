@@ -11,7 +11,7 @@
  * a header: its record lives apart, in record pages of MRI_REC_PAGE_BYTES.
  *
  * Locking: an owner that is used by one thread at a time gives lock NULL.
- * A thread-safe owner gives its mutex and holds it across every call here;
+ * A thread-safe owner gives its lock and holds it across every call here;
  * the calls drop it while the upstream runs (an upstream may take locks of
  * its own) and count the request in flight meanwhile (mri_ledger_reserve).
  *
@@ -23,10 +23,9 @@
 #ifndef MEMRES_CHUNKS_H
 #define MEMRES_CHUNKS_H
 
-#include <pthread.h>
-
 #include "internal.h"
 #include "ledger.h"
+#include "lock.h"
 
 /* 4 KiB, not less: glibc keeps freed blocks of up to 1032 bytes in its
  * per-thread cache, unmerged, where a record page freed last could pin the
@@ -58,7 +57,7 @@ static inline size_t mri_chunk_pad(const mr_resource *up, size_t align)
 struct mri_chunks {
     mri_ledger *ledger;      /* the owner's */
     mr_resource *upstream;
-    pthread_mutex_t *lock;   /* NULL, or the owner's mutex (see above) */
+    mri_lock *lock;          /* NULL, or the owner's lock (see above) */
     struct mri_rec_page *pages;
     size_t npages;
     uintptr_t ptr, end;      /* free records of the newest page */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* src/lock.c -- the slow halves of the word lock (src/lock.h). */
+/* src/lock.c -- the slow halves of the word lock (memres/bits/lock.h). */
 #include "lock.h"
 
 #define SPINS 64u
@@ -18,12 +18,12 @@ MR_API MR_NOINLINE void mri_lock_wait(mri_lock *l)
     for (unsigned i = 0; i < SPINS; i++) {
         cpu_relax();
         int v = 0;
-        if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_weak_explicit(&l->word, &v, 1, memory_order_acquire, memory_order_relaxed))
+        if (__atomic_load_n(&l->word, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&l->word, &v, 1, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
             return;
     }
     pthread_mutex_lock(&l->mu);
-    while (atomic_exchange_explicit(&l->word, 2, memory_order_acquire) != 0)
+    while (__atomic_exchange_n(&l->word, 2, __ATOMIC_ACQUIRE) != 0)
         pthread_cond_wait(&l->cv, &l->mu);
     pthread_mutex_unlock(&l->mu);
 }
@@ -37,7 +37,7 @@ MR_API MR_NOINLINE void mri_lock_wake(mri_lock *l)
 
 bool mri_lock_init(mri_lock *l)
 {
-    atomic_init(&l->word, 0);
+    __atomic_store_n(&l->word, 0, __ATOMIC_RELAXED);
     if (pthread_mutex_init(&l->mu, NULL) != 0)
         return false;
     if (pthread_cond_init(&l->cv, NULL) != 0) {

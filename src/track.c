@@ -20,6 +20,7 @@
 
 #ifdef MRI_ASAN
 #  include <pthread.h>
+#  include "lock.h"
 #  include <sanitizer/common_interface_defs.h>
 
 #  define LENT_MAX 64
@@ -28,7 +29,7 @@ static struct {
     const void *buf;
     size_t n;
 } lent[LENT_MAX];
-static pthread_mutex_t lent_lock = PTHREAD_MUTEX_INITIALIZER;
+static mri_lock lent_lock = MRI_LOCK_INIT;
 static pthread_once_t lent_once = PTHREAD_ONCE_INIT;
 
 static void report_lent(void)
@@ -46,7 +47,7 @@ static void install(void) { __sanitizer_set_death_callback(report_lent); }
 void mri_track_lend(const void *buf, size_t n)
 {
     (void)pthread_once(&lent_once, install);
-    (void)pthread_mutex_lock(&lent_lock);
+    mri_lock_take(&lent_lock);
     for (size_t i = 0; i < LENT_MAX; i++) {
         if (lent[i].buf == NULL) {
             lent[i].buf = buf;
@@ -54,19 +55,19 @@ void mri_track_lend(const void *buf, size_t n)
             break;
         }
     }
-    (void)pthread_mutex_unlock(&lent_lock);
+    mri_lock_give(&lent_lock);
 }
 
 void mri_track_unlend(const void *buf)
 {
-    (void)pthread_mutex_lock(&lent_lock);
+    mri_lock_take(&lent_lock);
     for (size_t i = 0; i < LENT_MAX; i++) {
         if (lent[i].buf == buf) {
             lent[i].buf = NULL;
             break;
         }
     }
-    (void)pthread_mutex_unlock(&lent_lock);
+    mri_lock_give(&lent_lock);
 }
 #else
 /* ISO C wants a translation unit to declare something. */

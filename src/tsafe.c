@@ -8,7 +8,7 @@
  * unsynchronised pool has (a free list and a carving region [bump, end)),
  * private to the thread.  Each class also has shared state: a stack of
  * batches of free blocks (pushed lock-free, popped under the class's
- * mutex), and under that mutex a list of carving regions handed back and
+ * lock), and under that lock a list of carving regions handed back and
  * the class's chunks.
  *
  *   alloc  pop the thread's list, else carve its region, else (refill) take
@@ -66,8 +66,9 @@
  * matches).  The first use of a pool by a thread takes a spare cache, or a
  * new one from upstream.
  *
- * Locks, in this order (no path takes an earlier one while holding a later
- * one; no upstream call is made with any of them held):
+ * Locks (word locks, src/lock.h), in this order (no path takes an earlier
+ * one while holding a later one; no upstream call is made with any of them
+ * held):
  *     g_mu (global: thread exit, cache attach, pool destroy/reset, fork)
  *       -> thread mu (a thread's list of caches)
  *         -> class mu (shared lists of one class of one pool)
@@ -77,8 +78,10 @@
  * around the upstream call.  Thread exit and fork come through the one
  * registry of per-thread state (threads.c), before the block pool's.
  *
- * Fork.  pthread_atfork takes every lock above before fork and releases
- * them after in both processes, so the child sees consistent shared lists.
+ * Fork.  pthread_atfork takes every lock above before fork, gives them
+ * back after it in the parent and makes them anew in the child (a thread
+ * that did not come along may have been inside one's mutex, waiting or
+ * waking), so the child sees consistent shared lists.
  * In the child, the caches of the threads that did not come along move to
  * the pool's lost list: their free blocks and regions are not reused
  * (they stay held until release or destroy) -- their threads may have been
@@ -88,14 +91,15 @@
  * least two words): a batch's first block holds the next batch in its
  * second word, its second block (if any) the batch's block count; a
  * region's first block holds the next region and the region's end.
+ *
+ * Files: this one runs the engine; tsafe_check.c walks it (mri_tc_check);
+ * tsafe_impl.h has what both read (those records, a slot's counts).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "threads.h"
-#include "tsafe.h"
+#include "tsafe_impl.h"
 
-#define LINK MRI_LINK
 #define BATCH_BYTES ((size_t)16 * 1024) /* a batch moves about this much ... */
 #define BATCH_MIN ((size_t)2)           /* ... and at least 2, at most 128 blocks */
 #define BATCH_MAX ((size_t)128)
@@ -116,23 +120,13 @@ struct overflow_entry {
 };
 static __thread struct overflow_entry overflow[OVERFLOW_SLOTS] __attribute__((tls_model("initial-exec")));
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static mri_lock g_mu = MRI_LOCK_INIT;
 static struct mri_tc *g_engines; /* every engine (under g_mu) */
 static uint32_t g_index_used;    /* entry indexes taken (under g_mu) */
 _Static_assert(MRI_TC_SLOTS <= 32, "g_index_used has a bit per entry index");
 static uint64_t g_next_id;       /* atomic */
 
 /* ---- second words: batch and region records inside free blocks ---- */
-
-static uintptr_t word1_get(const void *b)
-{
-    const char *w = (const char *)b + LINK;
-    mri_track_unpoison(w, LINK);
-    uintptr_t v;
-    memcpy(&v, w, sizeof v);
-    mri_track_poison(w, LINK);
-    return v;
-}
 
 static void word1_set(void *b, uintptr_t v)
 {
@@ -143,7 +137,7 @@ static void word1_set(void *b, uintptr_t v)
 }
 
 /* Pushes the chain head (n blocks, NULL-terminated) on the class's stack:
- * lock-free (a Treiber push; pops are serialised by the class's mutex, so
+ * lock-free (a Treiber push; pops are serialised by the class's lock, so
  * a popped batch cannot come back under a popper's feet: no ABA). */
 static void batch_push(struct mri_tc *t, struct mri_tc_class *cls, void *head, size_t n)
 {
@@ -165,13 +159,6 @@ static void *batch_pop_locked(struct mri_tc *t, struct mri_tc_class *cls)
                                         __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
         ;
     return head;
-}
-
-/* The size of a batch whose first block is head. */
-static size_t batch_count(const struct mri_tc *t, const void *head)
-{
-    const void *second = mri_link_get(head, t->key);
-    return second == NULL ? 1 : (size_t)word1_get(second);
 }
 
 /* Ends the chain at head after its first n blocks (n >= 1, the chain at
@@ -229,17 +216,6 @@ static void region_push_locked(struct mri_tc *t, struct mri_tc_class *cls, uintp
  * either way while the thread runs, and mri_tc_counts keeps it within
  * [0, allocations]. */
 
-/* Slot s (class i)'s tally: after the cache's slots (tsafe.h). */
-static struct mri_tc_tally *slot_tally(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
-{
-    return (struct mri_tc_tally *)(uintptr_t)(s - i + t->nclasses) + i;
-}
-
-static size_t slot_limit(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
-{
-    return slot_tally(t, s, i)->limit;
-}
-
 /* credit += n, after the stores before it. */
 static void credit_add(struct mri_tc_slot *s, size_t n)
 {
@@ -262,12 +238,6 @@ static void set_limit(const struct mri_tc *t, struct mri_tc_slot *s, size_t i, s
     size_t d = n - y->limit;
     __atomic_store_n(&y->limit, n, __ATOMIC_RELEASE);
     credit_add(s, d);
-}
-
-/* The blocks on the slot's list (the owning thread, or none running). */
-static size_t slot_listed(const struct mri_tc *t, const struct mri_tc_slot *s, size_t i)
-{
-    return slot_limit(t, s, i) - s->credit - s->room - s->from_list;
 }
 
 /* Sets the slot's room to r, frees unchanged: credit falls first when room
@@ -318,26 +288,26 @@ static struct mri_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls, s
     size_t bytes;
     if (!mri_chunk_layout(cls->size, &n, cls->max_blocks, cls->round, &bytes))
         return NULL;
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_chunk *r = mri_chunk_new(&t->chunks, bytes, n, cls->align);
     if (r != NULL) {
         r->cls = cls;
         r->next = t->pending;
         t->pending = r;
     }
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
     return r;
 }
 
 /* Takes r (from chunk_new) off the pending list; under cls->mu. */
 static void pending_remove(struct mri_tc *t, struct mri_chunk *r)
 {
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_chunk **pp = &t->pending;
     while (*pp != r)
         pp = &(*pp)->next;
     *pp = r->next;
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
     r->next = NULL;
 }
 
@@ -360,7 +330,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
 {
     struct mri_tc_class *cls = &t->classes[i];
     const size_t size = cls->size;
-    pthread_mutex_lock(&cls->mu);
+    mri_lock_take(&cls->mu);
     void *head = batch_pop_locked(t, cls);
     if (head != NULL) {
         size_t n = batch_count(t, head);
@@ -377,7 +347,7 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
             n = cls->batch;
             set_limit(t, s, i, slot_limit(t, s, i) + n);
         }
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
         /* n blocks in, the first handed out as if from the list (frees
          * unchanged); the list, empty before, now holds n - 1 */
         s->free = mri_link_get(head, t->key);
@@ -401,18 +371,18 @@ MR_NOINLINE void *mri_tc_refill(struct mri_tc *t, struct mri_tc_slot *s, size_t 
         set_limit(t, s, i, slot_limit(t, s, i) + r->blocks);
     }
     if (bump != end) {
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
     } else {
         size_t n = next_chunk_blocks(cls, slot_limit(t, s, i));
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
         struct mri_chunk *r = chunk_new(t, cls, n);
         if (r == NULL)
             return NULL;
-        pthread_mutex_lock(&cls->mu);
+        mri_lock_take(&cls->mu);
         MR_ASSERT_INTERNAL(cls->next == NULL);
         pending_remove(t, r);
         chunk_link(cls, r);
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
         bump = r->base;
         end = r->base + r->blocks * size;
         set_limit(t, s, i, slot_limit(t, s, i) + r->blocks);
@@ -454,9 +424,9 @@ MR_NOINLINE void mri_tc_free_nocache(struct mri_tc *t, void *b, size_t i)
     mri_track_poison(b, cls->size);
     mri_link_set(b, NULL, t->key);
     batch_push(t, cls, b, 1);
-    pthread_mutex_lock(&cls->mu);
+    mri_lock_take(&cls->mu);
     cls->frees_nocache++;
-    pthread_mutex_unlock(&cls->mu);
+    mri_lock_give(&cls->mu);
 }
 
 /* Moves everything slot s of class i holds to the shared lists. */
@@ -472,9 +442,9 @@ static void slot_flush(struct mri_tc *t, struct mri_tc_slot *s, size_t i)
     s->free = NULL;
     moved_add(t, s, i, n);
     if (s->bump != s->end) {
-        pthread_mutex_lock(&cls->mu);
+        mri_lock_take(&cls->mu);
         region_push_locked(t, cls, s->bump, s->end);
-        pthread_mutex_unlock(&cls->mu);
+        mri_lock_give(&cls->mu);
     }
     s->bump = s->end = 0;
     set_limit(t, s, i, cls->min_limit);
@@ -526,44 +496,44 @@ void mri_tsafe_thread_exit(void)
     struct mri_tc_thread *th = &mri_tc_self;
     if (!th->ready)
         return;
-    pthread_mutex_lock(&g_mu);
-    pthread_mutex_lock(&th->mu);
+    mri_lock_take(&g_mu);
+    mri_lock_take(&th->mu);
     for (struct mri_tc_cache *c = th->caches, *next; c != NULL; c = next) {
         next = c->tnext;
         struct mri_tc *t = c->owner;
         cache_flush(t, c);
-        pthread_mutex_lock(&t->mu);
+        mri_lock_take(&t->mu);
         list_remove(&t->active, c);
         list_push(&t->spare, c);
         c->thread = NULL;
-        pthread_mutex_unlock(&t->mu);
+        mri_lock_give(&t->mu);
     }
     th->caches = NULL;
     for (size_t k = 0; k < MRI_TC_SLOTS; k++) /* this thread's */
         mri_tc_table[k] = (struct mri_tc_slot *)mri_tc_none;
     memset(overflow, 0, sizeof overflow);
-    pthread_mutex_unlock(&th->mu);
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&th->mu);
+    mri_lock_give(&g_mu);
 }
 
 void mri_tsafe_fork_prepare(void)
 {
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
         for (size_t i = 0; i < t->nclasses; i++)
-            pthread_mutex_lock(&t->classes[i].mu);
-        pthread_mutex_lock(&t->mu);
+            mri_lock_take(&t->classes[i].mu);
+        mri_lock_take(&t->mu);
     }
 }
 
 void mri_tsafe_fork_parent(void)
 {
     for (struct mri_tc *t = g_engines; t != NULL; t = t->reg_next) {
-        pthread_mutex_unlock(&t->mu);
+        mri_lock_give(&t->mu);
         for (size_t i = 0; i < t->nclasses; i++)
-            pthread_mutex_unlock(&t->classes[i].mu);
+            mri_lock_give(&t->classes[i].mu);
     }
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
 }
 
 void mri_tsafe_fork_child(void)
@@ -597,35 +567,35 @@ void mri_tsafe_fork_child(void)
                 c->thread = NULL;
             }
         }
-        pthread_mutex_init(&t->mu, NULL);
+        (void)mri_lock_init(&t->mu);
         for (size_t i = 0; i < t->nclasses; i++)
-            pthread_mutex_init(&t->classes[i].mu, NULL);
+            (void)mri_lock_init(&t->classes[i].mu);
     }
     if (self->ready)
-        pthread_mutex_init(&self->mu, NULL);
-    pthread_mutex_init(&g_mu, NULL);
+        (void)mri_lock_init(&self->mu);
+    (void)mri_lock_init(&g_mu);
 }
 
 MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
 {
     struct mri_tc_thread *self = &mri_tc_self;
     if (!self->ready) {
-        pthread_mutex_init(&self->mu, NULL);
+        (void)mri_lock_init(&self->mu);
         self->table = mri_tc_table;
         self->ready = true;
     }
     struct mri_tc_cache *c;
-    pthread_mutex_lock(&self->mu);
+    mri_lock_take(&self->mu);
     for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)
         ;
-    pthread_mutex_unlock(&self->mu);
+    mri_lock_give(&self->mu);
     if (c == NULL) {
         /* its exit hands the cache back (again, when this is a later
          * destructor's use): without that, no cache */
         if (!mri_thread_watch())
             return mri_fail(ENOMEM);
         /* a spare cache, else a new one (no lock across the upstream call) */
-        pthread_mutex_lock(&t->mu);
+        mri_lock_take(&t->mu);
         c = t->spare;
         if (c != NULL) {
             list_remove(&t->spare, c);
@@ -641,7 +611,7 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
             }
         }
         if (c == NULL) {
-            pthread_mutex_unlock(&t->mu);
+            mri_lock_give(&t->mu);
             return NULL; /* errno from upstream */
         }
         for (size_t i = 0; i < t->nclasses; i++) { /* (a spare one is flushed: the same) */
@@ -649,15 +619,15 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
             set_room(&c->slots[i], t->classes[i].min_limit);
         }
         list_push(&t->active, c);
-        pthread_mutex_unlock(&t->mu);
+        mri_lock_give(&t->mu);
         /* the thread's list under g_mu: a destroy or exit is not walking it */
-        pthread_mutex_lock(&g_mu);
-        pthread_mutex_lock(&self->mu);
+        mri_lock_take(&g_mu);
+        mri_lock_take(&self->mu);
         c->thread = self;
         c->tnext = self->caches;
         self->caches = c;
-        pthread_mutex_unlock(&self->mu);
-        pthread_mutex_unlock(&g_mu);
+        mri_lock_give(&self->mu);
+        mri_lock_give(&g_mu);
     }
     if (t->index != MRI_TC_NONE) {
         mri_tc_table[t->index] = c->slots;
@@ -702,10 +672,10 @@ void mri_tc_flush(struct mri_tc *t)
     if (mri_tc_slots_of(t) != NULL) {
         c = mri_container_of(mri_tc_slots_of(t), struct mri_tc_cache, slots);
     } else if (self->ready) {
-        pthread_mutex_lock(&self->mu);
+        mri_lock_take(&self->mu);
         for (c = self->caches; c != NULL && c->id != t->id; c = c->tnext)
             ;
-        pthread_mutex_unlock(&self->mu);
+        mri_lock_give(&self->mu);
     }
     if (c != NULL)
         cache_flush(t, c);
@@ -734,16 +704,16 @@ struct mri_tc *mri_tc_layout(void *mem, size_t nclasses, mri_ledger *ledger, mr_
 void mri_tc_start(struct mri_tc *t)
 {
     (void)mri_threads_ready(); /* the fork handlers, before the pool is used */
-    pthread_mutex_init(&t->mu, NULL);
+    (void)mri_lock_init(&t->mu);
     for (size_t i = 0; i < t->nclasses; i++) {
         struct mri_tc_class *cls = &t->classes[i];
         MR_ASSERT_INTERNAL(cls->size >= 2 * LINK && cls->first_blocks >= 1 && cls->max_blocks >= 1);
         size_t b = BATCH_BYTES / cls->size;
         cls->batch = b < BATCH_MIN ? BATCH_MIN : b > BATCH_MAX ? BATCH_MAX : b;
         cls->min_limit = 2 * cls->batch;
-        pthread_mutex_init(&cls->mu, NULL);
+        (void)mri_lock_init(&cls->mu);
     }
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     if (g_index_used != UINT32_MAX) {
         t->index = (size_t)__builtin_ctz(~g_index_used);
         g_index_used |= (uint32_t)1 << t->index;
@@ -753,7 +723,7 @@ void mri_tc_start(struct mri_tc *t)
     if (g_engines != NULL)
         g_engines->reg_prev = t;
     g_engines = t;
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
 }
 
 /* Empties every cache and shared list (under g_mu: exiting threads flush
@@ -800,7 +770,7 @@ static void empty_all(struct mri_tc *t, bool release)
  * call on the pool runs; the upstream calls are made with no lock held). */
 static void give_back(struct mri_tc *t)
 {
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     for (size_t i = 0; i < t->nclasses; i++) {
         for (struct mri_chunk *r = t->classes[i].dropped, *next; r != NULL; r = next) {
             next = r->next;
@@ -809,30 +779,30 @@ static void give_back(struct mri_tc *t)
         t->classes[i].dropped = NULL;
     }
     mri_chunks_release(&t->chunks);
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
 }
 
 void mri_tc_reset(struct mri_tc *t, bool release)
 {
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     empty_all(t, release);
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
     if (release)
         give_back(t);
 }
 
 void mri_tc_fini(struct mri_tc *t)
 {
-    pthread_mutex_lock(&g_mu);
+    mri_lock_take(&g_mu);
     /* no thread finds its cache again: each is taken off its thread's list,
      * and its thread's entry no longer leads to it (that thread is in no
      * call on the pool: a destroy overlaps none) */
     for (struct mri_tc_cache *c = t->active; c != NULL; c = c->next) {
-        pthread_mutex_lock(&c->thread->mu);
+        mri_lock_take(&c->thread->mu);
         thread_remove(c->thread, c);
         if (t->index != MRI_TC_NONE)
             c->thread->table[t->index] = (struct mri_tc_slot *)mri_tc_none;
-        pthread_mutex_unlock(&c->thread->mu);
+        mri_lock_give(&c->thread->mu);
     }
     if (t->index != MRI_TC_NONE)
         g_index_used &= ~((uint32_t)1 << t->index);
@@ -843,9 +813,9 @@ void mri_tc_fini(struct mri_tc *t)
     if (t->reg_next != NULL)
         t->reg_next->reg_prev = t->reg_prev;
     empty_all(t, true);
-    pthread_mutex_unlock(&g_mu);
+    mri_lock_give(&g_mu);
     give_back(t);
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
     for (size_t l = 0; l < 3; l++)
         for (struct mri_tc_cache *c = lists[l], *next; c != NULL; c = next) {
@@ -853,230 +823,27 @@ void mri_tc_fini(struct mri_tc *t)
             mri_chunks_up_deallocate(&t->chunks, c, c->bytes, 64);
         }
     t->active = t->spare = t->lost = NULL;
-    pthread_mutex_unlock(&t->mu);
+    mri_lock_give(&t->mu);
     for (size_t i = 0; i < t->nclasses; i++)
-        pthread_mutex_destroy(&t->classes[i].mu);
-    pthread_mutex_destroy(&t->mu);
+        mri_lock_fini(&t->classes[i].mu);
+    mri_lock_fini(&t->mu);
 }
 
 /* ---- queries ---- */
 
-/* Adds cache c's counts of class i to *a and *f (mod 2^64: moved may be
- * "negative"); read while its thread goes on. */
-static void cache_counts(const struct mri_tc *t, const struct mri_tc_cache *c, size_t i, size_t *a, size_t *f)
-{
-    const struct mri_tc_slot *s = &c->slots[i];
-    *a += __atomic_load_n(&s->from_list, __ATOMIC_RELAXED) + __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
-    const struct mri_tc_tally *y = slot_tally(t, s, i);
-    *f += __atomic_load_n(&y->limit, __ATOMIC_RELAXED) + __atomic_load_n(&y->moved, __ATOMIC_RELAXED) -
-          __atomic_load_n(&s->credit, __ATOMIC_RELAXED) - __atomic_load_n(&s->room, __ATOMIC_RELAXED);
-}
-
-/* f kept within [0, a]: a snapshot's counts are read one by one. */
-static size_t frees_within(size_t a, size_t f)
-{
-    return (ptrdiff_t)(a - f) < 0 ? a : a - f > a ? 0 : f;
-}
-
 void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *frees)
 {
     size_t a = 0, f = 0;
-    pthread_mutex_lock(&t->mu);
+    mri_lock_take(&t->mu);
     struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
     for (size_t l = 0; l < 3; l++)
         for (struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next)
             cache_counts(t, c, i, &a, &f);
-    pthread_mutex_unlock(&t->mu);
-    pthread_mutex_lock(&t->classes[i].mu);
+    mri_lock_give(&t->mu);
+    mri_lock_take(&t->classes[i].mu);
     f += t->classes[i].frees_nocache;
-    pthread_mutex_unlock(&t->classes[i].mu);
+    mri_lock_give(&t->classes[i].mu);
     *allocations = a;
     *frees = frees_within(a, f);
 }
 
-/* ---- invariants ---- */
-
-static int cmp_uptr(const void *x, const void *y)
-{
-    uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
-    return a < b ? -1 : a > b;
-}
-
-#define CHECK(cond, ...)                          \
-    do {                                          \
-        if (!(cond)) {                            \
-            mri_verify_report(who, obj, __VA_ARGS__); \
-            goto fail;                            \
-        }                                         \
-    } while (0)
-
-/* Class i: every chunk, every cache's list and region, the shared lists;
- * no free block twice, none outside the carved part of a chunk. */
-static bool check_class(const struct mri_tc *t, size_t i, const char *who, const void *obj, size_t *held,
-                        size_t *blocks, size_t *records)
-{
-    const struct mri_tc_class *cls = &t->classes[i];
-    const size_t s = cls->size;
-    size_t steps = 0; /* (walked on demand only: not counted) */
-    struct mri_span *chunks = NULL, *uncarved = NULL;
-    uintptr_t *freeb = NULL;
-    size_t nchunks = 0, capacity = 0;
-    const size_t max_records = mri_chunks_handed_out(&t->chunks);
-    bool in_next = false;
-    for (const struct mri_chunk *r = cls->chunks; r != NULL && nchunks <= max_records; r = r->next) {
-        in_next = in_next || r == cls->next;
-        capacity += r->blocks;
-        nchunks++;
-    }
-    size_t ncaches = 0;
-    const struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
-    size_t a = 0, f = cls->frees_nocache, listed = 0, nlost = 0;
-    for (size_t l = 0; l < 3; l++)
-        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
-            ncaches++;
-            nlost += l == 2;
-            cache_counts(t, c, i, &a, &f);
-            if (l < 2) /* (a lost cache's counts may be mid-update) */
-                listed += slot_listed(t, &c->slots[i], i);
-        }
-    size_t regions = 0;
-    for (const void *b = cls->regions; b != NULL; b = mri_link_get(b, t->key))
-        if (++regions > capacity)
-            break;
-    chunks = malloc((nchunks + 1) * sizeof *chunks);
-    uncarved = malloc((nchunks + ncaches + regions + 1) * sizeof *uncarved);
-    freeb = malloc(((listed <= capacity ? listed : 0) + cls->batched + 1) * sizeof *freeb);
-    CHECK(chunks != NULL && uncarved != NULL && freeb != NULL, "class %zu: no memory for the check", i);
-    CHECK(listed <= capacity, "class %zu (%zu B): the threads' lists count %zu blocks, more than the chunks' %zu", i,
-          s, listed, capacity);
-    CHECK(nchunks <= max_records, "class %zu (%zu B): chunk list longer than the records held (cycle?)", i, s);
-    CHECK(cls->size >= 2 * LINK && cls->align != 0 && cls->batch >= 1, "class %zu: bad parameters", i);
-    /* (after fork, a lost cache's thread may have been between two stores:
-     * its frees seen up to a batch too high, or one too low) */
-    CHECK(nlost != 0 || a >= f, "class %zu (%zu B): %zu frees > %zu allocations", i, s, f, a);
-    CHECK(capacity == cls->capacity, "class %zu (%zu B): chunks hold %zu blocks, counted %zu", i, s, capacity,
-          cls->capacity);
-    CHECK(cls->next == NULL || in_next, "class %zu (%zu B): next chunk not in the list", i, s);
-    size_t k = 0, nu = 0, nf = 0, uncarved_blocks = 0;
-    for (const struct mri_chunk *r = cls->chunks; r != NULL && k < nchunks; r = r->next) {
-        CHECK(r->blocks >= 1 && r->blocks * s <= r->bytes && r->base % cls->align == 0,
-              "class %zu (%zu B): chunk %p: %zu blocks in %zu bytes", i, s, (void *)r->base, r->blocks, r->bytes);
-        chunks[k].lo = r->base;
-        chunks[k++].hi = r->base + r->blocks * s;
-        *held += r->bytes + r->pad;
-        ++*blocks;
-    }
-    *records += nchunks;
-    mri_spans_sort(chunks, nchunks);
-    for (size_t j = 1; j < nchunks; j++)
-        CHECK(chunks[j].lo >= chunks[j - 1].hi, "class %zu (%zu B): chunks overlap at %p", i, s, (void *)chunks[j].lo);
-    bool in = false;
-    for (const struct mri_chunk *r = cls->chunks; r != NULL; r = r->next) {
-        in = in || r == cls->next;
-        if (in) {
-            uncarved[nu].lo = r->base;
-            uncarved[nu++].hi = r->base + r->blocks * s;
-        }
-    }
-    /* regions: of caches (not lost ones: they may be mid-update) and shared */
-    for (size_t l = 0; l < 2; l++)
-        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
-            const struct mri_tc_slot *sl = &c->slots[i];
-            if (sl->bump != sl->end) {
-                uncarved[nu].lo = sl->bump;
-                uncarved[nu++].hi = sl->end;
-            }
-        }
-    size_t shared_region_blocks = 0;
-    for (const void *b = cls->regions; b != NULL; b = mri_link_get(b, t->key)) {
-        CHECK(nu < nchunks + ncaches + regions, "class %zu (%zu B): region list cycles", i, s);
-        uncarved[nu].lo = (uintptr_t)b;
-        uncarved[nu++].hi = word1_get(b);
-        shared_region_blocks += (uncarved[nu - 1].hi - uncarved[nu - 1].lo) / s;
-    }
-    CHECK(shared_region_blocks == cls->region_blocks, "class %zu (%zu B): regions hold %zu blocks, counted %zu", i, s,
-          shared_region_blocks, cls->region_blocks);
-    mri_spans_sort(uncarved, nu);
-    for (size_t j = 0; j < nu; j++) {
-        const struct mri_span *ch = mri_span_find(chunks, nchunks, uncarved[j].lo, &steps);
-        CHECK(uncarved[j].lo < uncarved[j].hi && ch != NULL && uncarved[j].hi <= ch->hi &&
-                  (uncarved[j].lo - ch->lo) % s == 0 && (uncarved[j].hi - uncarved[j].lo) % s == 0,
-              "class %zu (%zu B): region %p..%p is not whole blocks of one chunk", i, s, (void *)uncarved[j].lo,
-              (void *)uncarved[j].hi);
-        CHECK(j == 0 || uncarved[j].lo >= uncarved[j - 1].hi, "class %zu (%zu B): regions overlap at %p", i, s,
-              (void *)uncarved[j].lo);
-        uncarved_blocks += (uncarved[j].hi - uncarved[j].lo) / s;
-    }
-    /* free blocks: every cache's list (not lost ones), every batch */
-    for (size_t l = 0; l < 2; l++)
-        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
-            size_t n = 0, counted = slot_listed(t, &c->slots[i], i);
-            for (const void *b = c->slots[i].free; b != NULL; b = mri_link_get(b, t->key)) {
-                CHECK(n < counted, "class %zu (%zu B): a thread's list is longer than its count %zu", i, s, counted);
-                freeb[nf++] = (uintptr_t)b;
-                n++;
-            }
-            CHECK(n == counted, "class %zu (%zu B): a thread's list has %zu blocks, counted %zu", i, s, n, counted);
-            const size_t limit = slot_limit(t, &c->slots[i], i);
-            CHECK(counted + c->slots[i].room <= limit || c->slots[i].room == 0,
-                  "class %zu (%zu B): a thread's list of %zu blocks has room %zu past its limit %zu", i, s, counted,
-                  c->slots[i].room, limit);
-        }
-    size_t batched = 0;
-    for (const void *h = cls->batches; h != NULL; h = (const void *)(word1_get(h) ^ t->key)) {
-        size_t n = 0, want = batch_count(t, h);
-        for (const void *b = h; b != NULL; b = mri_link_get(b, t->key)) {
-            CHECK(batched + n < cls->batched, "class %zu (%zu B): batches hold more than the %zu counted", i, s,
-                  cls->batched);
-            freeb[nf++] = (uintptr_t)b;
-            n++;
-        }
-        CHECK(n == want, "class %zu (%zu B): a batch of %zu blocks says %zu", i, s, n, want);
-        batched += n;
-    }
-    CHECK(batched == cls->batched, "class %zu (%zu B): batches hold %zu blocks, counted %zu", i, s, batched,
-          cls->batched);
-    qsort(freeb, nf, sizeof *freeb, cmp_uptr);
-    for (size_t j = 0; j < nf; j++) {
-        CHECK(j == 0 || freeb[j] != freeb[j - 1], "class %zu (%zu B): block %p is free twice", i, s, (void *)freeb[j]);
-        const struct mri_span *ch = mri_span_find(chunks, nchunks, freeb[j], &steps);
-        CHECK(ch != NULL && (freeb[j] - ch->lo) % s == 0, "class %zu (%zu B): free block %p is no block of a chunk", i,
-              s, (void *)freeb[j]);
-        CHECK(mri_span_find(uncarved, nu, freeb[j], &steps) == NULL, "class %zu (%zu B): free block %p is in an uncarved region",
-              i, s, (void *)freeb[j]);
-    }
-    /* what lost caches hold is unknown: then only an upper bound */
-    size_t live = a - frees_within(a, f);
-    CHECK(nlost != 0 ? nf + uncarved_blocks + live <= capacity + nlost : nf + uncarved_blocks + live == capacity,
-          "class %zu (%zu B): free %zu + uncarved %zu + live %zu != capacity %zu", i, s, nf, uncarved_blocks, live,
-          capacity);
-    free(chunks);
-    free(uncarved);
-    free(freeb);
-    return true;
-fail:
-    free(chunks);
-    free(uncarved);
-    free(freeb);
-    return false;
-}
-
-bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size_t *held, size_t *blocks)
-{
-    size_t records = 0;
-    MRI_VERIFY(t->pending == NULL, who, obj, "a chunk taken but not in its class while walked");
-    for (size_t i = 0; i < t->nclasses; i++)
-        if (!check_class(t, i, who, obj, held, blocks, &records))
-            return false;
-    const struct mri_tc_cache *lists[3] = {t->active, t->spare, t->lost};
-    for (size_t l = 0; l < 3; l++)
-        for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
-            MRI_VERIFY(c->owner == t && c->id == t->id && c->bytes == t->cache_bytes, who, obj,
-                       "cache %p belongs to another pool", (const void *)c);
-            MRI_VERIFY((l == 0) == (c->thread != NULL), who, obj, "cache %p: thread and list disagree",
-                       (const void *)c);
-            *held += c->bytes;
-            ++*blocks;
-        }
-    return mri_chunks_verify(&t->chunks, who, obj, records, held, blocks);
-}

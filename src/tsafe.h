@@ -14,11 +14,10 @@
 #ifndef MEMRES_TSAFE_H
 #define MEMRES_TSAFE_H
 
-#include <pthread.h>
-
 #include "chunks.h"
 #include "internal.h"
 #include "ledger.h"
+#include "lock.h"
 #include "memres/bits/tcache.h"
 #include "track.h"
 
@@ -48,7 +47,7 @@ struct mri_tc_tally {
 
 /* The shared state of one class, under mu. */
 struct mri_tc_class {
-    pthread_mutex_t mu;
+    mri_lock mu;
     void *batches;                  /* stack of batches of free blocks (tsafe.c) */
     size_t batched;                 /* blocks in them */
     void *regions;                  /* carving regions handed back by threads */
@@ -75,7 +74,7 @@ struct mri_tc {
     uint64_t id;                    /* never reused: stale entries of the overflow table never match */
     size_t index;                   /* its entry in every thread's mri_tc_table; MRI_TC_NONE: none
                                        (more than MRI_TC_SLOTS engines alive: the overflow table) */
-    pthread_mutex_t mu;             /* ledger, chunk records, the cache lists */
+    mri_lock mu;                    /* ledger, chunk records, the cache lists */
     struct mri_chunks chunks;       /* the records, and every upstream call (lock: mu) */
     uintptr_t key;
     size_t nclasses;
@@ -90,7 +89,7 @@ struct mri_tc {
 struct mri_tc_thread {
     struct mri_tc_cache *caches;    /* under mu */
     struct mri_tc_slot **table;     /* the thread's mri_tc_table (a destroy resets its entry) */
-    pthread_mutex_t mu;             /* the list, against a destroy in another thread */
+    mri_lock mu;                    /* the list, against a destroy in another thread */
     bool ready;                     /* mu initialised */
 };
 extern __thread struct mri_tc_thread mri_tc_self __attribute__((tls_model("initial-exec"), visibility("hidden")));
@@ -126,8 +125,8 @@ void mri_tc_counts(struct mri_tc *t, size_t i, size_t *allocations, size_t *free
 bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size_t *held, size_t *blocks);
 /* The pool's lock (the caller's own shared state: direct blocks, ledger);
  * the caller's upstream calls go through t->chunks under it. */
-static inline void mri_tc_lock(struct mri_tc *t) { pthread_mutex_lock(&t->mu); }
-static inline void mri_tc_unlock(struct mri_tc *t) { pthread_mutex_unlock(&t->mu); }
+static inline void mri_tc_lock(struct mri_tc *t) { mri_lock_take(&t->mu); }
+static inline void mri_tc_unlock(struct mri_tc *t) { mri_lock_give(&t->mu); }
 
 /* Is b on the calling thread's free list of class i (MR_FREE_CHECK's
  * confirmation of a double free)? */

@@ -83,15 +83,7 @@ typedef struct mr_arena_options {
  * keep it anywhere.  Fields are private.  It names its arena (an id never
  * reused, renewed by release) and numbers the cleanups and large blocks
  * before it, so a rewind can tell a foreign, released or stale mark. */
-typedef struct mr_arena_mark {
-    void     *mri_block;
-    uintptr_t mri_ptr;
-    uintptr_t mri_end;       /* strings are packed down from the top to here */
-    void     *mri_big;
-    uint64_t  mri_arena;     /* the arena's id when saved */
-    size_t    mri_big_seq;   /* dedicated blocks in use when saved */
-    size_t    mri_cleanup_seq; /* cleanups and children numbered when saved */
-} mr_arena_mark;
+typedef struct mr_arena_mark mr_arena_mark; /* the fields: memres/bits/arena.h */
 
 /* Creates an arena.  opts may be NULL (all defaults).
  * With opts->buffer, the header is carved from the buffer and the rest of it
@@ -126,17 +118,9 @@ MR_API void mr_arena_destroy(mr_arena *a);
 static inline void *mr_arena_alloc(mr_arena *a, size_t size)
 {
 #if !MR_CHECKED
-    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
-    if (MR_LIKELY(size <= MRI_ARENA_INLINE_MAX)) {
-        uintptr_t p = h->ptr;
-        uintptr_t np = p + ((size + MR_ARENA_ALIGN - 1) & ~(uintptr_t)(MR_ARENA_ALIGN - 1));
-        if (MR_LIKELY(np <= h->end)) {
-            MR_ASSUME(p != 0); /* ptr is never NULL: the caller's NULL check folds away */
-            h->ptr = np;
-            h->allocations++;
-            return (void *)p;
-        }
-    }
+    void *p = mri_arena_bump(a, size);
+    if (MR_LIKELY(p != NULL))
+        return p;
 #endif
     return mri_arena_alloc_slow(a, size, MR_ARENA_ALIGN);
 }
@@ -177,23 +161,7 @@ MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_
  * s NULL: NULL, errno = EINVAL.  mr_arena_strdup is inline when the copy
  * fits the current block: strlen, a compare, a subtract, memcpy -- no call
  * into the library. */
-static inline char *mr_arena_strdup(mr_arena *a, const char *s)
-{
-#if !MR_CHECKED
-    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
-    if (MR_LIKELY(s != NULL)) {
-        size_t n = strlen(s) + 1;
-        if (MR_LIKELY(n <= h->end - h->ptr)) {
-            char *p = (char *)(h->end - n);
-            MR_ASSUME(p != NULL);
-            h->end = (uintptr_t)p;
-            h->allocations++;
-            return (char *)memcpy(p, s, n);
-        }
-    }
-#endif
-    return mri_arena_strdup_slow(a, s);
-}
+static inline char *mr_arena_strdup(mr_arena *a, const char *s) { return mri_arena_strdup_in(a, s); }
 MR_API char *mr_arena_strndup(mr_arena *a, const char *s, size_t n);
 
 /* printf into the arena.  Formats straight into the free tail of the current
@@ -204,13 +172,7 @@ MR_API char *mr_arena_vsprintf(mr_arena *a, const char *fmt, va_list ap) MR_PRIN
 
 /* The current position.  Inline: seven loads and a store (the arena
  * remembers where its newest mark is, for mr_arena_realloc); never fails. */
-static inline mr_arena_mark mr_arena_save(const mr_arena *a)
-{
-    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
-    mr_arena_mark m = {h->cur, h->ptr, h->end, h->big, h->id, h->big_seq, h->cleanup_seq};
-    ((struct mri_arena_hot *)(uintptr_t)a)->mark = h->ptr; /* no arena is a const object */
-    return m;
-}
+static inline mr_arena_mark mr_arena_save(const mr_arena *a) { return mri_arena_save_in(a); }
 
 /* Frees everything allocated after m was saved, running the cleanups
  * registered after it and destroying the children created after it
@@ -229,20 +191,7 @@ static inline mr_arena_mark mr_arena_save(const mr_arena *a)
  * Any other stale mark is a plain position: rewinding to it frees what lies
  * after it (or skips free bytes up to it).
  * (mr_arena_realloc never grows an allocation across a mark: see there.) */
-static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m)
-{
-#if !MR_CHECKED
-    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
-    if (MR_LIKELY(m.mri_block == (void *)h->cur && m.mri_block != NULL && m.mri_big == (void *)h->big &&
-                  m.mri_cleanup_seq == h->cleanup_seq && m.mri_ptr <= h->ptr && m.mri_end >= h->end &&
-                  m.mri_arena == h->id)) {
-        h->ptr = m.mri_ptr;
-        h->end = m.mri_end;
-        return;
-    }
-#endif
-    mri_arena_rewind_slow(a, m);
-}
+static inline void mr_arena_rewind(mr_arena *a, mr_arena_mark m) { mri_arena_rewind_in(a, &m); }
 
 /* Frees everything -- destroying the children and running the cleanups
  * first, newest first -- and keeps every block for reuse, in the same

@@ -125,7 +125,7 @@ typedef struct mr_pools_options {
 #define MR_POOLS_EXACT_MIN ((size_t)1025)
 
 /* Creates a pool.  opts may be NULL (all defaults).  Only the header (about
- * 110 bytes a class, 10 KiB with the defaults; thread-safe, 180 a class) is
+ * 110 bytes a class, 10 KiB with the defaults; thread-safe, 240 a class) is
  * taken from upstream now; a class's chunks come with its first
  * allocation.  Errors: NULL with errno = ENOMEM (the upstream cannot give
  * the header) or EINVAL (bad options).  A thread-safe pool's per-thread
@@ -181,13 +181,7 @@ static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t ali
  * ASan builds report a use of the bytes past new_size. */
 static inline void *mr_pools_realloc(mr_pools *p, void *ptr, size_t old_size, size_t new_size, size_t align)
 {
-#if !MR_CHECKED
-    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
-    if (MR_LIKELY(ptr != NULL && MRI_POOLS_INLINE_OK(h, old_size, align) && new_size - 1 < h->pool_max &&
-                  mri_pools_class_of(mri_pools_x(old_size, align)) == mri_pools_class_of(mri_pools_x(new_size, align))))
-        return ptr;
-#endif
-    return mri_pools_realloc_slow(p, ptr, old_size, new_size, align);
+    return mri_pools_realloc_in(p, ptr, old_size, new_size, align);
 }
 
 /* The bytes a request of size bytes with alignment align reserves: its
@@ -199,12 +193,7 @@ static inline void *mr_pools_realloc(mr_pools *p, void *ptr, size_t old_size, si
  * align <= 16.  Thread-safe: it reads only what create set. */
 static inline size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t align)
 {
-    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
-    if (MR_LIKELY(MRI_POOLS_INLINE_OK(h, size, align))) {
-        size_t b = mri_pools_class_size_of(mri_pools_x(size, align));
-        return MR_LIKELY(b != 8 || h->ts_max == 0) ? b : 16; /* thread-safe: class 0 has two words */
-    }
-    return mri_pools_block_size_slow(p, size, align);
+    return mri_pools_block_size_in(p, size, align);
 }
 
 /* Thread-safe pools: the calling thread hands back what it caches for p

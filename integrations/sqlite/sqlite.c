@@ -14,7 +14,8 @@
  * through the internal API memres lists for its clients (memres/bits/
  * pools.h), and popped and pushed directly.
  *
- * Threads: mr_sqlite_install takes the integration's lock (src/lock.h)
+ * Threads: mr_sqlite_install takes the integration's lock (memres/bits/
+ * lock.h, the internal API memres lists for its clients)
  * around every pool call when SQLite may call from several threads at once
  * and the pool is not thread-safe; xSize and xRoundup take none (they read
  * the block's word and what the pool's create fixed).  The two method
@@ -32,7 +33,7 @@
 
 #include <sqlite3.h>
 
-#include "lock.h"
+#include "memres/bits/lock.h"
 #include "memres/sqlite.h"
 
 #define HDR MR_SQLITE_HEADER

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "memres/config.h"
 
@@ -20,7 +21,17 @@ extern "C" {
 #endif
 
 typedef struct mr_arena mr_arena;
-struct mr_arena_mark; /* memres/arena.h */
+
+/* mr_arena_mark (memres/arena.h): its fields, read by the inline rewind. */
+struct mr_arena_mark {
+    void     *mri_block;
+    uintptr_t mri_ptr;
+    uintptr_t mri_end;       /* strings are packed down from the top to here */
+    void     *mri_big;
+    uint64_t  mri_arena;     /* the arena's id when saved */
+    size_t    mri_big_seq;   /* dedicated blocks in use when saved */
+    size_t    mri_cleanup_seq; /* cleanups and children numbered when saved */
+};
 
 /* The alignment of mr_arena_alloc: alignof(max_align_t) (16 on x86-64). */
 #define MR_ARENA_ALIGN ((size_t)_Alignof(max_align_t))
@@ -54,6 +65,78 @@ struct mri_arena_hot {
 /* Requests up to this size take the inline path; p + size cannot wrap for
  * them because no block lies within this distance of the top of memory. */
 #define MRI_ARENA_INLINE_MAX ((size_t)1 << 20)
+
+/* The inline part of mr_arena_alloc: size bytes aligned to MR_ARENA_ALIGN
+ * bumped from the current block (compare, bump, count), or NULL (then the
+ * slow path). */
+static inline void *mri_arena_bump(mr_arena *a, size_t size)
+{
+    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
+    if (MR_LIKELY(size <= MRI_ARENA_INLINE_MAX)) {
+        uintptr_t p = h->ptr;
+        uintptr_t np = p + ((size + MR_ARENA_ALIGN - 1) & ~(uintptr_t)(MR_ARENA_ALIGN - 1));
+        if (MR_LIKELY(np <= h->end)) {
+            MR_ASSUME(p != 0); /* ptr is never NULL: the caller's NULL check folds away */
+            h->ptr = np;
+            h->allocations++;
+            return (void *)p;
+        }
+    }
+    return NULL;
+}
+
+/* mr_arena_strdup: the copy packed at the top of the free space when it
+ * fits (strlen, a compare, a subtract, memcpy), else (and in checked
+ * builds) the slow path.  Whole here, the slow call too: as a helper that
+ * returns NULL to its caller it compiles to other code (clang turns a
+ * compare round). */
+static inline char *mri_arena_strdup_in(mr_arena *a, const char *s)
+{
+#if !MR_CHECKED
+    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
+    if (MR_LIKELY(s != NULL)) {
+        size_t n = strlen(s) + 1;
+        if (MR_LIKELY(n <= h->end - h->ptr)) {
+            char *p = (char *)(h->end - n);
+            MR_ASSUME(p != NULL);
+            h->end = (uintptr_t)p;
+            h->allocations++;
+            return (char *)memcpy(p, s, n);
+        }
+    }
+#endif
+    return mri_arena_strdup_slow(a, s);
+}
+
+/* mr_arena_save: the position, remembered as the newest mark. */
+static inline struct mr_arena_mark mri_arena_save_in(const mr_arena *a)
+{
+    const struct mri_arena_hot *h = (const struct mri_arena_hot *)(const void *)a;
+    struct mr_arena_mark m = {h->cur, h->ptr, h->end, h->big, h->id, h->big_seq, h->cleanup_seq};
+    ((struct mri_arena_hot *)(uintptr_t)a)->mark = h->ptr; /* no arena is a const object */
+    return m;
+}
+
+/* mr_arena_rewind to *m: two stores when nothing but the bump pointers
+ * moved since m was saved (same block, no large block, no cleanup or
+ * child, same arena id), else (and in checked builds) the slow path.
+ * Whole here, the slow call too, and m by address: as a test returning to
+ * its caller, or with m copied once more by value, it compiles to other
+ * code than the public function's own body did. */
+static inline void mri_arena_rewind_in(mr_arena *a, const struct mr_arena_mark *m)
+{
+#if !MR_CHECKED
+    struct mri_arena_hot *h = (struct mri_arena_hot *)(void *)a;
+    if (MR_LIKELY(m->mri_block == (void *)h->cur && m->mri_block != NULL && m->mri_big == (void *)h->big &&
+                  m->mri_cleanup_seq == h->cleanup_seq && m->mri_ptr <= h->ptr && m->mri_end >= h->end &&
+                  m->mri_arena == h->id)) {
+        h->ptr = m->mri_ptr;
+        h->end = m->mri_end;
+        return;
+    }
+#endif
+    mri_arena_rewind_slow(a, *m);
+}
 
 /* size bytes aligned to 8, packed down from the top of the free space at
  * 8-byte granularity (the side byte-packed strings use), so an object whose

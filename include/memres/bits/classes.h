@@ -24,19 +24,24 @@
 /* The largest alignment a class gives (MR_POOLS_MAX_ALIGN). */
 #define MRI_CLASS_ALIGN_MAX ((size_t)4096)
 
-/* Below 1024: the class of x by x >> 3. */
-static const unsigned char mri_pools_class_tab[128] = {
-    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 32, 32, 32, 32, 33, 33, 33, 33, 34, 34, 34, 34, 35, 35, 35, 35, 36, 36, 36, 36,
-    37, 37, 37, 37, 38, 38, 38, 38, 39, 39, 39, 39, 40, 40, 40, 40, 40, 40, 40, 40, 41, 41, 41, 41, 41, 41,
-    41, 41, 42, 42, 42, 42, 42, 42, 42, 42, 43, 43, 43, 43, 43, 43, 43, 43, 44, 44, 44, 44, 44, 44, 44, 44,
-    45, 45, 45, 45, 45, 45, 45, 45, 46, 46, 46, 46, 46, 46, 46, 46, 47, 47, 47, 47, 47, 47, 47, 47};
-
-/* The class of a request of x + 1 bytes (1 <= x + 1 <= 2^62). */
+/* The class of a request of x + 1 bytes (1 <= x + 1 <= 2^62).  The table
+ * (below 1024: the class by x >> 3) lives in here, not at file scope, so
+ * that only a unit that looks a class up has a copy (at -O0 too, where a
+ * file-scope static const is kept in every unit that includes this).  Not
+ * an extern table in the library: the code here would stay the same with
+ * gcc, but clang loads an extern table's address from the GOT in PIE and
+ * PIC code, and the shared library's own references to an exported table
+ * go through the GOT too -- a load more on the fast path. */
 static inline size_t mri_pools_class_of(size_t x)
 {
+    static const unsigned char tab[128] = {
+        0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+        26, 27, 28, 29, 30, 31, 32, 32, 32, 32, 33, 33, 33, 33, 34, 34, 34, 34, 35, 35, 35, 35, 36, 36, 36, 36,
+        37, 37, 37, 37, 38, 38, 38, 38, 39, 39, 39, 39, 40, 40, 40, 40, 40, 40, 40, 40, 41, 41, 41, 41, 41, 41,
+        41, 41, 42, 42, 42, 42, 42, 42, 42, 42, 43, 43, 43, 43, 43, 43, 43, 43, 44, 44, 44, 44, 44, 44, 44, 44,
+        45, 45, 45, 45, 45, 45, 45, 45, 46, 46, 46, 46, 46, 46, 46, 46, 47, 47, 47, 47, 47, 47, 47, 47};
     if (MR_LIKELY(x < 1024))
-        return mri_pools_class_tab[x >> 3];
+        return tab[x >> 3];
     unsigned k = 63u ^ (unsigned)MR_CLZLL((unsigned long long)x); /* 63 ^ clz: one bsr */
     return (x >> (k - 3u)) + ((size_t)k << 3) - 40u;
 }

@@ -13,6 +13,7 @@
 #ifndef MEMRES_BITS_LINK_H
 #define MEMRES_BITS_LINK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 

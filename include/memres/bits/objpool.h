@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memres/bits/freelist.h"
 #include "memres/bits/link.h"
 #include "memres/bits/tcache.h"
 
@@ -54,23 +55,8 @@ static inline void *mri_objpool_take(mr_objpool *p)
 {
 #if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
-    void *obj = h->free;
-    if (MR_LIKELY(obj != NULL)) {
-        h->free = mri_link_load(obj, h->key);
-        h->allocations++;
-        if (MR_FREE_CHECK && h->size >= 16)
-            mri_mark_set(obj, 0);
-        return obj;
-    }
-    uintptr_t q = h->ptr;
-    if (MR_LIKELY(q != h->end)) {
-        MR_ASSUME(q != 0); /* a block is never at address 0 */
-        h->allocations++; /* first: see mri_pools_class_take */
-        h->ptr = q + h->size;
-        if (MR_FREE_CHECK && h->size >= 16)
-            mri_mark_set((void *)q, 0);
-        return (void *)q;
-    }
+    MRI_FL_TAKE(h, ptr, h->key, h->allocations++, h->allocations++, MR_FREE_CHECK && h->size >= 16, true,
+                true);
 #else
     (void)p;
 #endif
@@ -84,17 +70,8 @@ static inline bool mri_objpool_put(mr_objpool *p, void *obj)
 {
 #if !MR_CHECKED
     struct mri_objpool_hot *h = (struct mri_objpool_hot *)(void *)p;
-    if (MR_LIKELY((uintptr_t)obj > h->guard)) { /* not NULL, and not thread-safe */
-        if (MR_FREE_CHECK && h->size >= 16) {
-            if (MR_UNLIKELY(mri_mark_test(obj, h->mark)))
-                return false;
-            mri_mark_set(obj, h->mark);
-        }
-        mri_link_store(obj, h->free, h->key);
-        h->free = obj;
-        h->frees++;
-        return true;
-    }
+    if (MR_LIKELY((uintptr_t)obj > h->guard)) /* not NULL, and not thread-safe */
+        MRI_FL_PUT(h, obj, h->key, h->mark, h->frees++, MR_FREE_CHECK && h->size >= 16);
 #else
     (void)p, (void)obj;
 #endif

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "memres/bits/classes.h"
+#include "memres/bits/freelist.h"
 #include "memres/bits/link.h"
 #include "memres/bits/tcache.h"
 
@@ -80,6 +81,33 @@ struct mri_pools_hot {
 #define MRI_POOLS_ALIGN_OK(align) ((align) - 1 < 16 && ((align) & ((align) - 1)) == 0)
 #define MRI_POOLS_INLINE_OK(h, size, align) ((size) - 1 < (h)->pool_max && MRI_POOLS_ALIGN_OK(align))
 
+/* mr_pools_realloc: ptr itself when both sizes are requests of one class
+ * the inline paths serve, else (and in checked builds) the slow path.
+ * Whole here, the slow call too: as a test returning to its caller it
+ * compiles to other code (gcc: a register move more). */
+static inline void *mri_pools_realloc_in(mr_pools *p, void *ptr, size_t old_size, size_t new_size, size_t align)
+{
+#if !MR_CHECKED
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    if (MR_LIKELY(ptr != NULL && MRI_POOLS_INLINE_OK(h, old_size, align) && new_size - 1 < h->pool_max &&
+                  mri_pools_class_of(mri_pools_x(old_size, align)) == mri_pools_class_of(mri_pools_x(new_size, align))))
+        return ptr;
+#endif
+    return mri_pools_realloc_slow(p, ptr, old_size, new_size, align);
+}
+
+/* mr_pools_block_size: the class's block size for a request the inline
+ * paths serve, else the slow path (whole here, as mri_pools_realloc_in). */
+static inline size_t mri_pools_block_size_in(const mr_pools *p, size_t size, size_t align)
+{
+    const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
+    if (MR_LIKELY(MRI_POOLS_INLINE_OK(h, size, align))) {
+        size_t b = mri_pools_class_size_of(mri_pools_x(size, align));
+        return MR_LIKELY(b != 8 || h->ts_max == 0) ? b : 16; /* thread-safe: class 0 has two words */
+    }
+    return mri_pools_block_size_slow(p, size, align);
+}
+
 /* The class of x = size - 1 (no bits or-ed in) with xbits as mri_pools_xbits
  * (or align - 1: the low three bits of x never change the class). */
 static inline struct mri_pools_class *mri_pools_class_in(struct mri_pools_class *classes, size_t x, size_t xbits)
@@ -94,26 +122,8 @@ static inline void *mri_pools_class_take(mr_pools *p, struct mri_pools_class *c)
 {
 #if !MR_CHECKED
     const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
-    void *b = c->free;
-    if (MR_LIKELY(b != NULL)) {
-        c->free = mri_link_load(b, h->key);
-        c->allocations++;
-        if (MR_FREE_CHECK && c->size >= 16)
-            mri_mark_set(b, 0);
-        return b;
-    }
-    uintptr_t q = c->bump;
-    if (MR_LIKELY(q != c->end)) {
-        MR_ASSUME(q != 0); /* a bump region is never at address 0 */
-        /* the count first: a tail unlike the free-list path's, which the
-         * compiler would otherwise merge with it, costing that path a
-         * load and a store in place of one add to memory */
-        c->allocations++;
-        c->bump = q + c->size;
-        if (MR_FREE_CHECK && c->size >= 16)
-            mri_mark_set((void *)q, 0);
-        return (void *)q;
-    }
+    MRI_FL_TAKE(c, bump, h->key, c->allocations++, c->allocations++, MR_FREE_CHECK && c->size >= 16, true,
+                true);
     return NULL;
 #else
     (void)p, (void)c;
@@ -128,15 +138,7 @@ static inline bool mri_pools_class_put(mr_pools *p, struct mri_pools_class *c, v
 {
 #if !MR_CHECKED
     const struct mri_pools_hot *h = (const struct mri_pools_hot *)(const void *)p;
-    if (MR_FREE_CHECK && c->size >= 16) {
-        if (MR_UNLIKELY(mri_mark_test(ptr, h->mark)))
-            return false;
-        mri_mark_set(ptr, h->mark);
-    }
-    mri_link_store(ptr, c->free, h->key);
-    c->free = ptr;
-    c->frees++;
-    return true;
+    MRI_FL_PUT(c, ptr, h->key, h->mark, c->frees++, MR_FREE_CHECK && c->size >= 16);
 #else
     (void)p, (void)c, (void)ptr;
     return false;

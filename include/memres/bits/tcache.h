@@ -15,10 +15,13 @@
 #ifndef MEMRES_BITS_TCACHE_H
 #define MEMRES_BITS_TCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memres/bits/freelist.h"
 #include "memres/bits/link.h"
+#include "memres/config.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,22 +122,8 @@ static inline struct mri_tc_slot *mri_tc_slots_at(uintptr_t ref)
  * MR_FREE_CHECK its mark is cleared (blocks are at least two words). */
 static inline void *mri_tc_take(struct mri_tc_slot *s, uintptr_t key)
 {
-    void *b = s->free;
-    if (MR_LIKELY(b != NULL)) {
-        s->free = mri_link_load(b, key);
-        MRI_TC_COUNT(s, from_list);
-        if (MR_FREE_CHECK)
-            mri_mark_set(b, 0);
-        return b;
-    }
-    uintptr_t q = s->bump;
-    if (MR_LIKELY(q != s->end)) {
-        s->bump = q + s->size;
-        MRI_TC_COUNT(s, carved);
-        if (MR_FREE_CHECK)
-            mri_mark_set((void *)q, 0);
-        return (void *)q;
-    }
+    MRI_FL_TAKE(s, bump, key, MRI_TC_COUNT(s, from_list), MRI_TC_COUNT(s, carved), MR_FREE_CHECK, false,
+                false);
     return NULL;
 }
 
@@ -153,15 +142,7 @@ static inline bool mri_tc_put(struct mri_tc_slot *s, void *b, uintptr_t key, uin
         MRI_TC_TAKE(s, credit, r);                       /* frees unchanged, */
         __atomic_store_n(&s->room, r, __ATOMIC_RELEASE); /* too high between */
     }
-    if (MR_FREE_CHECK) {
-        if (MR_UNLIKELY(mri_mark_test(b, mark)))
-            return false;
-        mri_mark_set(b, mark);
-    }
-    mri_link_store(b, s->free, key);
-    s->free = b;
-    MRI_TC_UNCOUNT(s, room);
-    return true;
+    MRI_FL_PUT(s, b, key, mark, MRI_TC_UNCOUNT(s, room), MR_FREE_CHECK);
 }
 
 #ifdef __cplusplus
