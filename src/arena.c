@@ -7,7 +7,7 @@
  * keeps the memory, release returns it upstream.
  *
  * Algorithm.  Memory comes from upstream in blocks, each with a small header
- * (struct block) followed by data aligned to MR_ARENA_ALIGN.  The blocks form
+ * (mri_block) followed by data aligned to MR_ARENA_ALIGN.  The blocks form
  * one chain in order of use:
  *
  *     head -> ... -> cur -> spare -> spare -> NULL
@@ -74,7 +74,7 @@
  * made once, at create (big_source).
  *
  * Not supported: individual free (the resource view frees only the newest
- * allocation), thread safety (one arena per thread), shrinking the block
+ * allocation), thread safety (one arena per thread), shrinking the mri_block
  * chain on reset (that is release).
  */
 #include <stdarg.h>
@@ -101,36 +101,36 @@ static inline mr_resource *source_of(const mr_arena *a, size_t size)
     return size >= MR_HUGE_PAGE_SIZE ? a->big_source : a->upstream;
 }
 
-static block *new_block(mr_arena *a, size_t size)
+static mri_block *new_block(mr_arena *a, size_t size)
 {
-    MR_ASSERT_INTERNAL(size >= HDR + ALIGN && size <= MRI_MAX_SIZE);
-    block *b = mri_ledger_allocate(&a->ledger, source_of(a, size), size, ALIGN);
+    MR_ASSERT_INTERNAL(size >= MRI_BLOCK_HDR + MR_ARENA_ALIGN && size <= MRI_MAX_SIZE);
+    mri_block *b = mri_ledger_allocate(&a->ledger, source_of(a, size), size, MR_ARENA_ALIGN);
     if (MR_UNLIKELY(b == NULL))
         return mri_fail(ENOMEM);
-    MR_ASSERT_INTERNAL(((uintptr_t)b & (ALIGN - 1)) == 0);
+    MR_ASSERT_INTERNAL(((uintptr_t)b & (MR_ARENA_ALIGN - 1)) == 0);
     b->next = NULL;
     b->size = size;
-    set_end(b);
-    b->top = data_of(b);
-    b->low = end_of(b);
+    mri_block_set_end(b);
+    b->top = mri_block_data(b);
+    b->low = mri_block_end(b);
     b->meta = 1;
-    mri_track_poison(data_of(b), size - HDR);
+    mri_track_poison(mri_block_data(b), size - MRI_BLOCK_HDR);
     return b;
 }
 
-static void free_block(mr_arena *a, block *b)
+static void free_block(mr_arena *a, mri_block *b)
 {
-    if (!owned_of(b))
+    if (!mri_block_owned(b))
         return;
     size_t size = b->size;
     mri_track_unpoison(b, size);
-    mri_ledger_deallocate(&a->ledger, source_of(a, size), b, size, ALIGN);
+    mri_ledger_deallocate(&a->ledger, source_of(a, size), b, size, MR_ARENA_ALIGN);
 }
 
-void mri_arena_free_list(mr_arena *a, block *b)
+void mri_arena_free_list(mr_arena *a, mri_block *b)
 {
     while (b != NULL) {
-        block *next = b->next;
+        mri_block *next = b->next;
         free_block(a, b);
         b = next;
     }
@@ -138,7 +138,7 @@ void mri_arena_free_list(mr_arena *a, block *b)
 
 static void *bump(mr_arena *a, uintptr_t p, size_t size, size_t rsize)
 {
-    MR_ASSERT_INTERNAL(p >= a->hot.ptr && rsize <= a->hot.end - p && p % ALIGN == 0);
+    MR_ASSERT_INTERNAL(p >= a->hot.ptr && rsize <= a->hot.end - p && p % MR_ARENA_ALIGN == 0);
     a->hot.ptr = p + rsize;
     a->hot.allocations++;
     mri_track_unpoison(p, size);
@@ -161,12 +161,12 @@ static void *bump_down8(mr_arena *a, size_t size)
 
 /* The spare blocks the limit may take back: the dedicated spares, then the
  * owned chain blocks after the current one (they hold nothing now). */
-static block **next_spare(mr_arena *a)
+static mri_block **next_spare(mr_arena *a)
 {
     if (a->big_spare != NULL)
         return &a->big_spare;
-    block **link = a->hot.cur != NULL ? &a->hot.cur->next : &a->head;
-    while (*link != NULL && !owned_of(*link))
+    mri_block **link = a->hot.cur != NULL ? &a->hot.cur->next : &a->head;
+    while (*link != NULL && !mri_block_owned(*link))
         link = &(*link)->next;
     return *link != NULL ? link : NULL;
 }
@@ -179,15 +179,15 @@ static bool make_room(mr_arena *a, size_t size)
     if (mri_ledger_fits(&a->ledger, size))
         return true;
     size_t spare = 0;
-    for (const block *b = a->big_spare; b != NULL; b = b->next)
+    for (const mri_block *b = a->big_spare; b != NULL; b = b->next)
         spare += b->size;
-    for (const block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head; b != NULL; b = b->next)
-        spare += owned_of(b) ? b->size : 0;
+    for (const mri_block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head; b != NULL; b = b->next)
+        spare += mri_block_owned(b) ? b->size : 0;
     if (size > a->ledger.limit || a->ledger.held - spare > a->ledger.limit - size)
         return false;
-    block **link;
+    mri_block **link;
     while (!mri_ledger_fits(&a->ledger, size) && (link = next_spare(a)) != NULL) {
-        block *b = *link;
+        mri_block *b = *link;
         *link = b->next;
         free_block(a, b);
     }
@@ -197,10 +197,10 @@ static bool make_room(mr_arena *a, size_t size)
 
 static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t align, size_t need)
 {
-    block **link = &a->big_spare;
-    block *b = NULL;
-    for (int i = 0; *link != NULL && i < DEDICATED_SCAN; i++, link = &(*link)->next) {
-        if (fit_in(data_of(*link), end_of(*link), rsize, align) != 0) {
+    mri_block **link = &a->big_spare;
+    mri_block *b = NULL;
+    for (int i = 0; *link != NULL && i < MRI_ARENA_DEDICATED_SCAN; i++, link = &(*link)->next) {
+        if (fit_in(mri_block_data(*link), mri_block_end(*link), rsize, align) != 0) {
             b = *link;
             *link = b->next;
             break;
@@ -208,12 +208,12 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     }
     if (b == NULL) {
         size_t bsize;
-        if (!mri_add_overflow(need, HDR, &bsize) && mri_round_block(bsize, &bsize)) {
+        if (!mri_add_overflow(need, MRI_BLOCK_HDR, &bsize) && mri_round_block(bsize, &bsize)) {
             b = make_room(a, bsize) ? new_block(a, bsize) : mri_fail(ENOMEM);
             /* A miss returns the first spare too, so that spares of sizes no
              * longer asked for cannot accumulate cycle after cycle.  Only
              * after the new block came: a failed call changes nothing. */
-            block *victim = a->big_spare;
+            mri_block *victim = a->big_spare;
             if (b != NULL && victim != NULL) {
                 a->big_spare = victim->next;
                 free_block(a, victim);
@@ -224,10 +224,10 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
         if (b == NULL)
             return NULL;
     }
-    uintptr_t p = mri_align_ptr(data_of(b), align);
-    MR_ASSERT_INTERNAL(p + rsize <= end_of(b));
+    uintptr_t p = mri_align_ptr(mri_block_data(b), align);
+    MR_ASSERT_INTERNAL(p + rsize <= mri_block_end(b));
     b->top = p + rsize;
-    b->low = end_of(b);
+    b->low = mri_block_end(b);
     b->meta = (a->hot.big_seq + 1) << 1 | 1u;
     a->hot.big_seq++;
     b->next = a->hot.big;
@@ -264,9 +264,9 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
      * same place the inline path gives, so a newest allocation given back
      * and asked for again gets the same address */
     const bool down = align <= 8;
-    if (align < ALIGN)
-        align = ALIGN;
-    size_t rsize = mri_align_up_nocheck(size, ALIGN); /* size <= PTRDIFF_MAX: cannot wrap */
+    if (align < MR_ARENA_ALIGN)
+        align = MR_ARENA_ALIGN;
+    size_t rsize = mri_align_up_nocheck(size, MR_ARENA_ALIGN); /* size <= PTRDIFF_MAX: cannot wrap */
 
     if (down && a->hot.cur != NULL && size <= a->hot.end - a->hot.ptr) /* the inline path's test */
         return bump_down8(a, size);
@@ -274,31 +274,31 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
     if (p != 0)
         return down ? bump_down8(a, size) : bump(a, p, size, rsize);
 
-    size_t need; /* bytes that hold the request from any ALIGN-aligned start */
-    if (mri_add_overflow(rsize, align - ALIGN, &need) || need > MRI_MAX_SIZE - HDR)
+    size_t need; /* bytes that hold the request from any MR_ARENA_ALIGN-aligned start */
+    if (mri_add_overflow(rsize, align - MR_ARENA_ALIGN, &need) || need > MRI_MAX_SIZE - MRI_BLOCK_HDR)
         return mri_fail(ENOMEM);
-    if (need > a->next_size - HDR) {
+    if (need > a->next_size - MRI_BLOCK_HDR) {
         /* a request a grown block would hold also advances the growth: an
          * arena asked only for requests above its growth size takes
          * regular blocks soon, not one upstream call per request */
-        if (need <= a->max_block_size - HDR)
+        if (need <= a->max_block_size - MRI_BLOCK_HDR)
             a->next_size = mri_arena_next_growth(a->next_size, a->max_block_size);
         return alloc_dedicated(a, size, rsize, align, need);
     }
 
-    block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
-    if (b == NULL || fit_in(data_of(b), end_of(b), rsize, align) == 0) {
+    mri_block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
+    if (b == NULL || fit_in(mri_block_data(b), mri_block_end(b), rsize, align) == 0) {
         size_t bsize = a->next_size;
-        /* spares that cannot serve this give way to the limit: for a block
+        /* spares that cannot serve this give way to the limit: for a mri_block
          * of the growth size, or else for the smallest that serves it */
         size_t least;
-        if (!make_room(a, bsize) && mri_round_block(HDR + need, &least))
+        if (!make_room(a, bsize) && mri_round_block(MRI_BLOCK_HDR + need, &least))
             (void)make_room(a, least);
         size_t room = mri_ledger_room(&a->ledger);
         if (bsize > room) {
             size_t page = mri_os_page_size();
             bsize = room & ~(room < page ? (size_t)63 : page - 1); /* the most the limit allows */
-            if (bsize < HDR + need)
+            if (bsize < MRI_BLOCK_HDR + need)
                 return mri_fail(ENOMEM);
         }
         b = new_block(a, bsize);
@@ -318,7 +318,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
         a->hot.cur->top = a->hot.ptr;
         a->hot.cur->low = a->hot.end;
     }
-    set_current(a, b, data_of(b));
+    mri_arena_set_current(a, b, mri_block_data(b));
     p = fit_in(a->hot.ptr, a->hot.end, rsize, align);
     MR_ASSERT_INTERNAL(p != 0);
     return down ? bump_down8(a, size) : bump(a, p, size, rsize);
@@ -349,14 +349,14 @@ void mri_arena_free_blocks(mr_arena *a)
     mri_arena_free_list(a, a->hot.big);
     mri_arena_free_list(a, a->big_spare);
     a->hot.big = a->big_spare = NULL;
-    block *keep = NULL;
-    for (block *b = a->head, *next; b != NULL; b = next) {
+    mri_block *keep = NULL;
+    for (mri_block *b = a->head, *next; b != NULL; b = next) {
         next = b->next;
-        if (owned_of(b)) {
+        if (mri_block_owned(b)) {
             free_block(a, b);
         } else {
             b->next = NULL;
-            mri_track_poison(data_of(b), b->size - HDR);
+            mri_track_poison(mri_block_data(b), b->size - MRI_BLOCK_HDR);
             keep = b;
         }
     }
@@ -364,7 +364,7 @@ void mri_arena_free_blocks(mr_arena *a)
     a->next_size = a->block_size;
     a->hot.big_seq = 0;
     a->hot.id = mri_arena_new_id(); /* every mark of the released blocks goes stale */
-    restart(a);
+    mri_arena_restart(a);
 }
 
 MR_API void mr_arena_release(mr_arena *a)
@@ -384,34 +384,34 @@ MR_API void mr_arena_release(mr_arena *a)
 /* Frees what lies after the position (mb, mptr; big_seq dedicated blocks,
  * cleanups and children numbered up to cleanup_seq).  The caller has
  * checked the position. */
-static void rewind_to(mr_arena *a, block *mb, uintptr_t mptr, uintptr_t mend, size_t big_seq, size_t cleanup_seq)
+static void rewind_to(mr_arena *a, mri_block *mb, uintptr_t mptr, uintptr_t mend, size_t big_seq, size_t cleanup_seq)
 {
     unwind(a, cleanup_seq);
-    while (a->hot.big != NULL && seq_of(a->hot.big) > big_seq) {
-        block *b = a->hot.big;
+    while (a->hot.big != NULL && mri_block_seq(a->hot.big) > big_seq) {
+        mri_block *b = a->hot.big;
         a->hot.big = b->next;
         b->next = a->big_spare;
         a->big_spare = b;
-        mri_track_poison(data_of(b), b->size - HDR);
+        mri_track_poison(mri_block_data(b), b->size - MRI_BLOCK_HDR);
     }
-    a->hot.big_seq = a->hot.big != NULL ? seq_of(a->hot.big) : 0;
+    a->hot.big_seq = a->hot.big != NULL ? mri_block_seq(a->hot.big) : 0;
     if (MRI_TRACKING) {
-        for (block *b = mb != NULL ? mb->next : a->head; b != NULL; b = b->next)
-            mri_track_poison(data_of(b), b->size - HDR);
+        for (mri_block *b = mb != NULL ? mb->next : a->head; b != NULL; b = b->next)
+            mri_track_poison(mri_block_data(b), b->size - MRI_BLOCK_HDR);
     }
     if (mb != NULL) {
         mri_track_poison(mptr, mend - mptr);
-        set_current_at(a, mb, mptr, mend);
+        mri_arena_set_current_at(a, mb, mptr, mend);
         a->hot.mark = mptr; /* the mark rewound to is the newest live one */
     } else {
-        restart(a);
+        mri_arena_restart(a);
     }
 }
 
 /* Is b a block in use (the chain up to cur)?  O(blocks in use). */
-bool mri_arena_in_use_block(const mr_arena *a, const block *b)
+bool mri_arena_in_use_block(const mr_arena *a, const mri_block *b)
 {
-    for (const block *q = a->head; q != NULL; q = q->next) {
+    for (const mri_block *q = a->head; q != NULL; q = q->next) {
         if (q == b)
             return true;
         if (q == a->hot.cur)
@@ -424,7 +424,7 @@ bool mri_arena_in_use_block(const mr_arena *a, const block *b)
  * build (a mark that fails it is ignored); the walk only in debug builds. */
 static bool mark_ok(const mr_arena *a, mr_arena_mark m)
 {
-    const block *mb = m.mri_block;
+    const mri_block *mb = m.mri_block;
     if (MRI_MISUSE(m.mri_arena != a->hot.id, m.mri_block,
                    "mr_arena_rewind: the mark is from another arena, or from before a release or destroy"))
         return false;
@@ -438,8 +438,8 @@ static bool mark_ok(const mr_arena *a, mr_arena_mark m)
     if (MRI_MISUSE(MR_DEBUG >= 1 && mb != NULL && !mri_arena_in_use_block(a, mb), m.mri_block,
                    "mr_arena_rewind: the mark's block is not in use (a stale mark)"))
         return false;
-    return !MRI_MISUSE(mb != NULL && (m.mri_ptr < data_of(mb) || m.mri_ptr > m.mri_end || m.mri_end > end_of(mb) ||
-                                      m.mri_ptr % ALIGN != 0),
+    return !MRI_MISUSE(mb != NULL && (m.mri_ptr < mri_block_data(mb) || m.mri_ptr > m.mri_end ||
+                                      m.mri_end > mri_block_end(mb) || m.mri_ptr % MR_ARENA_ALIGN != 0),
                        (const void *)m.mri_ptr, "mr_arena_rewind: the mark is not a position of this arena");
 }
 
@@ -467,7 +467,7 @@ MR_API int mr_arena_defer(mr_arena *a, void (*fn)(void *arg), void *arg)
         errno = EINVAL;
         return -1;
     }
-    cleanup *c = mr_arena_alloc(a, sizeof *c);
+    mri_cleanup *c = mr_arena_alloc(a, sizeof *c);
     if (c == NULL)
         return -1;
     c->prev = a->hot.cleanups;
@@ -499,7 +499,7 @@ MR_API void *mr_arena_realloc(mr_arena *a, void *p, size_t old_size, size_t new_
         return mri_fail(ENOMEM);
     uintptr_t up = (uintptr_t)p;
     if (mri_arena_is_newest(a, p, old_size)) {
-        size_t rnew = mri_align_up_nocheck(new_size, ALIGN);
+        size_t rnew = mri_align_up_nocheck(new_size, MR_ARENA_ALIGN);
         /* growing in place needs p at or after the newest mark (see the
          * invariants): growth must not straddle a mark */
         if (rnew <= a->hot.end - up && (new_size <= old_size || up >= a->hot.mark)) {
@@ -525,16 +525,16 @@ MR_API void mr_arena_stats(const mr_arena *a, mr_stats *out)
 {
     size_t in_use = 0;
     if (a->hot.cur != NULL) {
-        for (const block *b = a->head; b != NULL; b = b->next) {
+        for (const mri_block *b = a->head; b != NULL; b = b->next) {
             if (b == a->hot.cur) {
-                in_use += (a->hot.ptr - data_of(b)) + (a->cur_end - a->hot.end);
+                in_use += (a->hot.ptr - mri_block_data(b)) + (a->cur_end - a->hot.end);
                 break;
             }
-            in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
+            in_use += (b->top - mri_block_data(b)) + (mri_block_end(b) - b->low);
         }
     }
-    for (const block *b = a->hot.big; b != NULL; b = b->next)
-        in_use += (b->top - data_of(b)) + (end_of(b) - b->low);
+    for (const mri_block *b = a->hot.big; b != NULL; b = b->next)
+        in_use += (b->top - mri_block_data(b)) + (mri_block_end(b) - b->low);
     mri_ledger_stats(&a->ledger, out);
     out->in_use = in_use;
     out->allocations = a->hot.allocations;
@@ -551,7 +551,7 @@ static void *view_allocate(mr_resource *self, size_t size, size_t align)
 MR_API void mri_arena_free_newest_slow(mr_arena *a, void *p, size_t size)
 {
     if (mri_arena_is_newest(a, p, size)) {
-        mri_track_poison(p, mri_align_up_nocheck(size, ALIGN));
+        mri_track_poison(p, mri_align_up_nocheck(size, MR_ARENA_ALIGN));
         a->hot.ptr = (uintptr_t)p;
     } else if (mri_arena_is_newest_top(a, p, size)) {
         mri_track_poison(p, size);

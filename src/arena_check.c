@@ -9,18 +9,18 @@
 /* Checks a list of blocks: `filled` says whether the blocks before the
  * current one (the whole list when there is no current one in it) hold
  * fill levels to check. */
-static bool check_list(const mr_arena *a, const block *b, size_t *held, size_t *owned, bool filled, size_t *steps)
+static bool check_list(const mr_arena *a, const mri_block *b, size_t *held, size_t *owned, bool filled, size_t *steps)
 {
     for (; b != NULL; b = b->next) {
         ++*steps;
-        CHECK(b->size >= HDR + ALIGN, "block %p has size %zu", (const void *)b, b->size);
+        CHECK(b->size >= MRI_BLOCK_HDR + MR_ARENA_ALIGN, "block %p has size %zu", (const void *)b, b->size);
         if (b == a->hot.cur)
             filled = false; /* the current block's levels are hot.ptr / hot.end; spares after it */
         else if (filled)
-            CHECK(b->top >= data_of(b) && b->top <= b->low && b->low <= end_of(b),
+            CHECK(b->top >= mri_block_data(b) && b->top <= b->low && b->low <= mri_block_end(b),
                   "block %p: fill %#jx and strings %#jx outside it", (const void *)b, (uintmax_t)b->top,
                   (uintmax_t)b->low);
-        if (owned_of(b)) {
+        if (mri_block_owned(b)) {
             *held += b->size;
             (*owned)++;
         }
@@ -38,14 +38,15 @@ bool mri_arena_walk(const mr_arena *a, size_t *steps)
     size_t held = a->header_size, owned = a->header_size != 0;
     CHECK(a->hot.ptr <= a->hot.end, "ptr %#jx beyond end %#jx", (uintmax_t)a->hot.ptr, (uintmax_t)a->hot.end);
     if (a->hot.cur != NULL) {
-        CHECK(a->hot.mark == 0 || (a->hot.mark >= data_of(a->hot.cur) && a->hot.mark <= end_of(a->hot.cur)),
+        CHECK(a->hot.mark == 0 ||
+                  (a->hot.mark >= mri_block_data(a->hot.cur) && a->hot.mark <= mri_block_end(a->hot.cur)),
               "newest mark %#jx outside the current block", (uintmax_t)a->hot.mark);
         CHECK(mri_arena_in_use_block(a, a->hot.cur), "current block %p not in the chain", (const void *)a->hot.cur);
-        CHECK(a->hot.ptr >= data_of(a->hot.cur) && a->hot.end <= end_of(a->hot.cur),
+        CHECK(a->hot.ptr >= mri_block_data(a->hot.cur) && a->hot.end <= mri_block_end(a->hot.cur),
               "bump pointers outside the current block");
-        CHECK(a->hot.ptr % ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
-        CHECK(a->cur_end == end_of(a->hot.cur), "cached end %#jx of the current block, not %#jx",
-              (uintmax_t)a->cur_end, (uintmax_t)end_of(a->hot.cur));
+        CHECK(a->hot.ptr % MR_ARENA_ALIGN == 0, "bump pointer %#jx misaligned", (uintmax_t)a->hot.ptr);
+        CHECK(a->cur_end == mri_block_end(a->hot.cur), "cached end %#jx of the current block, not %#jx",
+              (uintmax_t)a->cur_end, (uintmax_t)mri_block_end(a->hot.cur));
     } else {
         CHECK(a->hot.ptr == a->hot.end, "no current block but free space");
     }
@@ -55,14 +56,14 @@ bool mri_arena_walk(const mr_arena *a, size_t *steps)
         return false;
     *steps += a->hot.big_seq;
     size_t seq = a->hot.big_seq;
-    for (const block *b = a->hot.big; b != NULL; b = b->next, seq--)
-        CHECK(seq_of(b) == seq && seq != 0, "dedicated block %p numbered %zu, expected %zu", (const void *)b,
-              seq_of(b), seq);
+    for (const mri_block *b = a->hot.big; b != NULL; b = b->next, seq--)
+        CHECK(mri_block_seq(b) == seq && seq != 0, "dedicated block %p numbered %zu, expected %zu", (const void *)b,
+              mri_block_seq(b), seq);
     CHECK(seq == 0, "%zu dedicated blocks counted, fewer on the list", a->hot.big_seq);
     /* cleanups and children: numbered below cleanup_seq, falling down each
      * list (children destroyed on their own leave gaps) */
     seq = a->hot.cleanup_seq + 1;
-    for (const cleanup *c = a->hot.cleanups; c != NULL; c = c->prev, ++*steps) {
+    for (const mri_cleanup *c = a->hot.cleanups; c != NULL; c = c->prev, ++*steps) {
         CHECK(c->seq < seq && c->seq != 0, "cleanup %p numbered %zu, not below %zu", (const void *)c, c->seq, seq);
         seq = c->seq;
     }

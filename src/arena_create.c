@@ -48,7 +48,7 @@ static inline mr_node *keeper_of(mr_node *p, const mr_resource *up)
 /* Was k made with the options o asks for, over up? */
 static inline bool made_as(const mr_arena *k, const mr_arena_options *o, const mr_resource *up)
 {
-    const struct made *m = &k->made;
+    const struct mri_made *m = &k->made;
     return k->upstream == up && m->block_size == o->block_size && m->max_block_size == o->max_block_size &&
            m->limit == o->limit && m->huge_pages == o->huge_pages;
 }
@@ -95,10 +95,12 @@ static MR_NOINLINE mr_arena *reuse(mr_node *p, const mr_arena_options *o, const 
 
 /* The header and the first block carved from a caller's buffer: the
  * buffer's first MR_ARENA_BUFFER_MIN bytes always hold both. */
-_Static_assert(alignof(struct mr_arena) - 1 + sizeof(struct mr_arena) + ALIGN - 1 + HDR + ALIGN <= MR_ARENA_BUFFER_MIN,
+_Static_assert(alignof(struct mr_arena) - 1 + sizeof(struct mr_arena) + MR_ARENA_ALIGN - 1 + MRI_BLOCK_HDR +
+                       MR_ARENA_ALIGN <=
+                   MR_ARENA_BUFFER_MIN,
                "MR_ARENA_BUFFER_MIN holds the header and one aligned object");
 
-/* Block sizes from the options: defaults, the MIN_BLOCK_SIZE floor, the cap
+/* Block sizes from the options: defaults, the MRI_ARENA_BLOCK_MIN floor, the cap
  * raised to the first size, both rounded as every block is.  false on
  * options no arena can honour.  huge: the upstream is
  * mr_page_resource_huge(), where the default first block is the largest
@@ -111,14 +113,14 @@ static bool growth_sizes(const mr_arena_options *o, bool huge, size_t *first, si
 {
     if (o->block_size != 0 && o->max_block_size != 0 && o->block_size > o->max_block_size)
         return false;
-    size_t bs = o->block_size != 0 ? o->block_size : huge ? DEFAULT_MAX_BLOCK_SIZE : DEFAULT_BLOCK_SIZE;
-    size_t mx = o->max_block_size != 0 ? o->max_block_size : DEFAULT_MAX_BLOCK_SIZE;
+    size_t bs = o->block_size != 0 ? o->block_size : huge ? MRI_ARENA_MAX_BLOCK_DEFAULT : MRI_ARENA_BLOCK_DEFAULT;
+    size_t mx = o->max_block_size != 0 ? o->max_block_size : MRI_ARENA_MAX_BLOCK_DEFAULT;
     if (o->max_block_size == 0 && mx < bs)
         mx = bs;
     if (o->block_size == 0 && bs > mx)
         bs = mx;
-    if (bs < MIN_BLOCK_SIZE)
-        bs = MIN_BLOCK_SIZE;
+    if (bs < MRI_ARENA_BLOCK_MIN)
+        bs = MRI_ARENA_BLOCK_MIN;
     if (mx < bs)
         mx = bs;
     return mri_round_block(bs, first) && mri_round_block(mx, max);
@@ -126,19 +128,20 @@ static bool growth_sizes(const mr_arena_options *o, bool huge, size_t *first, si
 
 /* Carves the header and the first block (the rest) from the caller's
  * buffer.  NULL when the buffer cannot hold them. */
-static mr_arena *carve_buffer(void *buffer, size_t buffer_size, block **first)
+static mr_arena *carve_buffer(void *buffer, size_t buffer_size, mri_block **first)
 {
     uintptr_t start = (uintptr_t)buffer, end = start + buffer_size;
     uintptr_t ha = mri_align_ptr(start, alignof(mr_arena));
-    uintptr_t ba = mri_align_ptr(ha + sizeof(mr_arena), ALIGN);
-    if (buffer_size < MR_ARENA_BUFFER_MIN || end < start || ha < start || ba < ha || ba > end || end - ba < HDR + ALIGN)
+    uintptr_t ba = mri_align_ptr(ha + sizeof(mr_arena), MR_ARENA_ALIGN);
+    if (buffer_size < MR_ARENA_BUFFER_MIN || end < start || ha < start || ba < ha || ba > end ||
+        end - ba < MRI_BLOCK_HDR + MR_ARENA_ALIGN)
         return NULL;
-    block *b = (block *)ba;
+    mri_block *b = (mri_block *)ba;
     b->next = NULL;
     b->size = (size_t)(end - ba);
-    set_end(b);
-    b->top = data_of(b);
-    b->low = end_of(b);
+    mri_block_set_end(b);
+    b->top = mri_block_data(b);
+    b->low = mri_block_end(b);
     b->meta = 0;
     *first = b;
     return (mr_arena *)ha;
@@ -159,7 +162,7 @@ static MR_NOINLINE mr_arena *create_new(const mr_arena_options *opts)
         return mri_fail(EINVAL);
     mri_ledger ledger = {.limit = o.limit};
     mr_arena *a;
-    block *first = NULL;
+    mri_block *first = NULL;
     size_t header_size = 0;
     if (o.buffer != NULL) {
         a = carve_buffer(o.buffer, o.buffer_size, &first);
@@ -184,12 +187,12 @@ static MR_NOINLINE mr_arena *create_new(const mr_arena_options *opts)
     a->buffer = o.buffer;
     a->buffer_size = o.buffer_size;
     a->hot.id = mri_arena_new_id();
-    a->made = made_of(&o);
+    a->made = mri_arena_made_of(&o);
     if (first != NULL) {
         mri_track_lend(o.buffer, o.buffer_size);
-        mri_track_poison(data_of(first), first->size - HDR);
+        mri_track_poison(mri_block_data(first), first->size - MRI_BLOCK_HDR);
     }
-    restart(a);
+    mri_arena_restart(a);
     mri_node_create(&a->node, &mri_arena_node_ops, o.name, o.parent, up, NULL, &a->hot.cleanup_seq);
     MRI_WALK_NOW(a, mri_arena_walk);
     return a;
@@ -226,7 +229,7 @@ static MR_NOINLINE void trim(mr_arena *a)
     mri_arena_free_list(a, a->big_spare);
     a->hot.big = a->big_spare = NULL;
     size_t bytes = a->header_size;
-    block **link = &a->head, *last = NULL;
+    mri_block **link = &a->head, *last = NULL;
     while (*link != NULL && (*link)->size <= MR_TREE_KEEP_BYTES - bytes) {
         bytes += (*link)->size;
         last = *link;
@@ -239,7 +242,7 @@ static MR_NOINLINE void trim(mr_arena *a)
         a->next_size = a->block_size;
 }
 
-/* Rewinds a for its keeper to keep: no cleanup, no child, every block
+/* Rewinds a for its keeper to keep: no cleanup, no child, every mri_block
  * spare, the bump pointers at the first block; at most MR_TREE_KEEP_BYTES
  * held, header included (the first blocks of the chain). */
 static void keep(mr_arena *a)
@@ -247,19 +250,19 @@ static void keep(mr_arena *a)
     if (MR_UNLIKELY(a->ledger.held > MR_TREE_KEEP_BYTES))
         trim(a);
     while (a->hot.big != NULL) { /* dedicated blocks in use become spare, as on reset */
-        block *b = a->hot.big;
+        mri_block *b = a->hot.big;
         a->hot.big = b->next;
         b->next = a->big_spare;
         a->big_spare = b;
     }
     a->hot.big_seq = 0;
     if (MRI_TRACKING) {
-        for (block *b = a->head; b != NULL; b = b->next)
-            mri_track_poison(data_of(b), b->size - HDR);
-        for (block *b = a->big_spare; b != NULL; b = b->next)
-            mri_track_poison(data_of(b), b->size - HDR);
+        for (mri_block *b = a->head; b != NULL; b = b->next)
+            mri_track_poison(mri_block_data(b), b->size - MRI_BLOCK_HDR);
+        for (mri_block *b = a->big_spare; b != NULL; b = b->next)
+            mri_track_poison(mri_block_data(b), b->size - MRI_BLOCK_HDR);
     }
-    restart(a); /* (cleanup_seq goes on counting: the numbers are relative) */
+    mri_arena_restart(a); /* (cleanup_seq goes on counting: the numbers are relative) */
 }
 
 /* node_ops.free_kept: a kept child (never over a caller's buffer) and its
@@ -315,7 +318,7 @@ MR_API void mr_arena_destroy(mr_arena *a)
         return;
     mr_node *n = &a->node, *p = n->parent;
     /* The per-request child: nothing to unwind, nothing but its chain to
-     * keep, a parent of this thread.  (Its parent is not dying: no cleanup
+     * keep, a parent of this thread.  (Its parent is not dying: no mri_cleanup
      * runs on this thread, and only a cleanup runs user code in a
      * cascade.) */
     if (MR_LIKELY(p != NULL && n->child == NULL && a->hot.cleanups == NULL && n->kept == NULL && a->hot.big == NULL &&
@@ -324,7 +327,7 @@ MR_API void mr_arena_destroy(mr_arena *a)
                   MR_DEBUG < 3)) {
         mr_node *keeper = keeper_of(p, a->upstream);
         if (MR_LIKELY(keeper->nkept < MR_TREE_KEEP_CHILDREN)) {
-            restart(a);
+            mri_arena_restart(a);
             mri_node_die(n);
             mri_node_unlink_locked(n);
             mri_node_keep(n, keeper);
@@ -361,14 +364,14 @@ static void node_held(const mr_node *n, size_t *bytes, size_t *blocks)
 
 static size_t node_cleanup_top(const mr_node *n)
 {
-    const cleanup *c = mri_container_of(n, mr_arena, node)->hot.cleanups;
+    const mri_cleanup *c = mri_container_of(n, mr_arena, node)->hot.cleanups;
     return c != NULL ? c->seq : 0;
 }
 
 static void node_cleanup_run(mr_node *n)
 {
     mr_arena *a = mri_container_of(n, mr_arena, node);
-    cleanup *c = a->hot.cleanups;
+    mri_cleanup *c = a->hot.cleanups;
     a->hot.cleanups = c->prev; /* popped first: the cleanup may look at the arena */
     c->fn(c->arg);
 }

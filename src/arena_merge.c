@@ -11,15 +11,15 @@
 #include "arena_impl.h"
 
 /* Does the chain block b (in use in a) hold anything? */
-static bool holds_data(const mr_arena *a, const block *b)
+static bool holds_data(const mr_arena *a, const mri_block *b)
 {
     if (b == a->hot.cur)
-        return a->hot.ptr != data_of(b) || a->hot.end != end_of(b);
-    return b->top != data_of(b) || b->low != end_of(b);
+        return a->hot.ptr != mri_block_data(b) || a->hot.end != mri_block_end(b);
+    return b->top != mri_block_data(b) || b->low != mri_block_end(b);
 }
 
 /* Appends b, holding data, to into's dedicated blocks, numbered next. */
-static void adopt(mr_arena *into, block *b)
+static void adopt(mr_arena *into, mri_block *b)
 {
     b->meta = (into->hot.big_seq + 1) << 1 | (b->meta & 1u);
     into->hot.big_seq++;
@@ -38,9 +38,9 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
     /* what moves: the chain blocks in use that hold data, and the dedicated
      * blocks in use */
     size_t bytes = 0, count = 0;
-    for (const block *b = from->hot.cur != NULL ? from->head : NULL; b != NULL; b = b->next) {
+    for (const mri_block *b = from->hot.cur != NULL ? from->head : NULL; b != NULL; b = b->next) {
         if (holds_data(from, b)) {
-            if (!owned_of(b)) {
+            if (!mri_block_owned(b)) {
                 errno = EINVAL; /* data in the caller's buffer */
                 return -1;
             }
@@ -50,7 +50,7 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
         if (b == from->hot.cur)
             break;
     }
-    for (const block *b = from->hot.big; b != NULL; b = b->next) {
+    for (const mri_block *b = from->hot.big; b != NULL; b = b->next) {
         bytes += b->size;
         count++;
     }
@@ -61,7 +61,7 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
 
     /* cleanups and children: from's go on top of into's, renumbered above */
     if (from->hot.cleanups != NULL) {
-        cleanup *c = from->hot.cleanups;
+        mri_cleanup *c = from->hot.cleanups;
         for (;; c = c->prev) {
             c->seq += into->hot.cleanup_seq;
             if (c->prev == NULL)
@@ -79,8 +79,8 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
         from->hot.cur->top = from->hot.ptr;
         from->hot.cur->low = from->hot.end;
     }
-    block *keep = NULL, **tail = &keep, *stop = from->hot.cur != NULL ? from->hot.cur->next : from->head;
-    for (block *b = from->hot.cur != NULL ? from->head : NULL, *next; b != stop; b = next) {
+    mri_block *keep = NULL, **tail = &keep, *stop = from->hot.cur != NULL ? from->hot.cur->next : from->head;
+    for (mri_block *b = from->hot.cur != NULL ? from->head : NULL, *next; b != stop; b = next) {
         next = b->next;
         if (holds_data(from, b)) {
             adopt(into, b);
@@ -90,7 +90,7 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
         }
     }
     *tail = stop; /* then from's spares, in order */
-    for (block *b = from->hot.big, *next; b != NULL; b = next) {
+    for (mri_block *b = from->hot.big, *next; b != NULL; b = next) {
         next = b->next;
         adopt(into, b);
     }
@@ -111,7 +111,7 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
     from->hot.cleanup_seq = 0;
     from->hot.id = mri_arena_new_id();
     from->next_size = from->block_size;
-    restart(from);
+    mri_arena_restart(from);
     MRI_WALK_NOW(into, mri_arena_walk);
     MRI_WALK_NOW(from, mri_arena_walk);
     return 0;

@@ -126,7 +126,7 @@ static bool exact_sizes(mr_pools *p, const mr_pools_options *o)
         n++;
     }
     p->nclasses = p->nsized + n;
-    p->hot.pool_max = inline_max(p);
+    p->hot.pool_max = mri_pools_inline_max(p);
     return true;
 }
 
@@ -246,7 +246,7 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
      * on its free list, only then. */
     if (MRI_TRACKING && size != 0)
         (void)*(volatile const char *)ptr;
-    if (!MRI_TRACKING && class_size(p, i) >= 16 && mri_mark_test(ptr, p->hot.mark) && freed_twice(p, i, ptr)) {
+    if (!MRI_TRACKING && mri_pools_size_of(p, i) >= 16 && mri_mark_test(ptr, p->hot.mark) && freed_twice(p, i, ptr)) {
         mri_misuse("mr_pools_free: the block was freed twice", ptr, __FILE__, __LINE__, __func__);
         return;
     }
@@ -278,7 +278,7 @@ MR_API MR_NOINLINE void *mri_pools_realloc_slow(mr_pools *p, void *ptr, size_t o
     size_t io, in;
     if (pooled(p, old_size, align, &io) && pooled(p, new_size, align, &in) && io == in) {
         /* the same block: only the bytes a user may touch change */
-        mri_track_poison(ptr, class_size(p, io));
+        mri_track_poison(ptr, mri_pools_size_of(p, io));
         mri_track_unpoison(ptr, new_size);
         return ptr;
     }
@@ -336,7 +336,7 @@ static void start_engine(mr_pools *p, size_t off)
     p->tc = mri_tc_layout((char *)p + off, p->nclasses, &p->ledger, p->upstream, p->hot.key);
     for (size_t i = 0; i < p->nclasses; i++) {
         struct mri_tc_class *cls = &p->tc->classes[i];
-        cls->size = class_size(p, i);
+        cls->size = mri_pools_size_of(p, i);
         cls->align = mri_pools_class_align(cls->size);
         cls->first_blocks = mri_chunk_first(cls->size);
         cls->max_blocks = mri_chunk_cap(cls->size, p->max_blocks_opt);
@@ -394,7 +394,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
         p->hot.alloc_max = p->hot.pool_max;
         p->hot.tc_ref = mri_tc_ref(MRI_TC_NONE);
         for (size_t i = 0; i < nclasses; i++)
-            p->hot.classes[i].size = class_size(p, i);
+            p->hot.classes[i].size = mri_pools_size_of(p, i);
         MRI_WALK_NOW(p, mri_pools_walk);
     }
     mri_node_create(&p->node, &mri_pools_node_ops, o.name, o.parent, up, tree_lock, NULL);
@@ -492,7 +492,7 @@ MR_API void mr_pools_stats(const mr_pools *p, mr_stats *out)
             a = p->hot.classes[i].allocations;
             f = p->hot.classes[i].frees;
         }
-        in_use += (a > f ? a - f : 0) * class_size(p, i);
+        in_use += (a > f ? a - f : 0) * mri_pools_size_of(p, i);
         allocations += a;
     }
     mri_pools_lock((mr_pools *)p); /* the lock is not part of the value */
@@ -510,7 +510,7 @@ MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t si
         return 0;
     size_t i;
     if (pooled(p, size, align, &i))
-        return class_size(p, i);
+        return mri_pools_size_of(p, i);
     return mri_direct_fits(size, align) ? size : 0;
 }
 

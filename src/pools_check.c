@@ -49,7 +49,7 @@ static bool check_class(const mr_pools *p, size_t i, size_t *chunk_bytes, size_t
 {
     const struct mri_pools_class *c = &p->hot.classes[i];
     const size_t s = c->size;
-    CHECK(s == class_size(p, i), "class %zu: size %zu, expected %zu", i, s, class_size(p, i));
+    CHECK(s == mri_pools_size_of(p, i), "class %zu: size %zu, expected %zu", i, s, mri_pools_size_of(p, i));
     CHECK(c->allocations >= c->frees, "class %zu (%zu B): %zu frees > %zu allocations", i, s, c->frees,
           c->allocations);
     CHECK(c->chunks == c->current || mri_mask_has(p->trim_mask, i),
@@ -102,18 +102,18 @@ bool mri_pools_walk(const mr_pools *p, size_t *steps)
     }
     *steps += p->nclasses;
     CHECK(p->nsized >= 1 && p->nclasses >= p->nsized && p->nclasses - p->nsized <= MR_POOLS_MAX_EXACT &&
-              p->pool_max == mri_pools_class_size(p->nsized - 1) && p->hot.pool_max == inline_max(p),
+              p->pool_max == mri_pools_class_size(p->nsized - 1) && p->hot.pool_max == mri_pools_inline_max(p),
           "class table: %zu classes, %zu sized, pool_max %zu / %zu", p->nclasses, p->nsized, p->pool_max,
           p->hot.pool_max);
     for (size_t k = p->nsized; k < p->nclasses; k++)
-        CHECK(class_size(p, k) % 16 == 0 && class_size(p, k) >= MR_POOLS_EXACT_MIN &&
-                  (k == p->nsized || class_size(p, k) > class_size(p, k - 1)),
-              "exact class %zu: size %zu", k, class_size(p, k));
+        CHECK(mri_pools_size_of(p, k) % 16 == 0 && mri_pools_size_of(p, k) >= MR_POOLS_EXACT_MIN &&
+                  (k == p->nsized || mri_pools_size_of(p, k) > mri_pools_size_of(p, k - 1)),
+              "exact class %zu: size %zu", k, mri_pools_size_of(p, k));
     size_t held = p->header_bytes, blocks = 1;
     if (p->tc != NULL) {
         for (size_t i = 0; i < p->nclasses; i++)
-            CHECK(p->tc->classes[i].size == class_size(p, i), "class %zu: size %zu, expected %zu", i,
-                  p->tc->classes[i].size, class_size(p, i));
+            CHECK(p->tc->classes[i].size == mri_pools_size_of(p, i), "class %zu: size %zu, expected %zu", i,
+                  p->tc->classes[i].size, mri_pools_size_of(p, i));
         CHECK(p->hot.classes == NULL && p->hot.alloc_max == 0 && p->hot.guard == UINTPTR_MAX &&
                   p->hot.ts_max == p->hot.pool_max && p->hot.tc_ref == mri_tc_ref(p->tc->index),
               "thread-safe pool: inline fields %p / %#jx / %zu / %#jx", (void *)p->hot.classes,

@@ -68,7 +68,7 @@ struct mr_pools {
 
 /* The block size of class i: a size class's, or an exact size's; thread-
  * safe pools keep two words in a free block (tsafe.c). */
-static inline size_t class_size(const mr_pools *p, size_t i)
+static inline size_t mri_pools_size_of(const mr_pools *p, size_t i)
 {
     if (i >= p->nsized)
         return p->exact[i - p->nsized];
@@ -78,7 +78,7 @@ static inline size_t class_size(const mr_pools *p, size_t i)
 
 /* The largest request the inline paths serve: below the smallest exact
  * size's class. */
-static inline size_t inline_max(const mr_pools *p)
+static inline size_t mri_pools_inline_max(const mr_pools *p)
 {
     return p->nclasses == p->nsized ? p->pool_max : mri_pools_class_size(mri_pools_class_of(p->exact[0] - 1) - 1);
 }
