@@ -109,7 +109,7 @@ void mrr_write_profile(uint64_t end_ns)
                             mrr_resident(g_sites, sizeof(struct gsite *) << SLOT_BITS) +
                             mrr_resident(g_gkeys, sizeof(uint64_t) << SLOT_BITS) +
                             mrr_resident(g_gsite, sizeof(uint32_t) << SLOT_BITS) +
-                            mrr_resident(g_fsz, sizeof(uint64_t) << FSZ_BITS) +
+                            mrr_resident(mra_fsz, sizeof(uint64_t) << MRA_FSZ_BITS) +
                             (uint64_t)HDR * h.peak_live_objects;
     pthread_mutex_lock(&g_mod_mu);
     h.nmodules = g_nmods;

@@ -1,74 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/record/record.c -- what the recorder does per call, all in one
  * translation unit so that the allocation path is one function with its
- * helpers inlined, as it was: the stack captured (the cached walk, the
- * frame-pointer and return-address modes; stack.c's unwinder behind a
- * miss), the site looked up (sites.c adds a new one), the allocation, free
- * or realloc counted in the thread's per-site figures and the site's
+ * helpers inlined, as it was: the stack captured (common/walk.h's cached
+ * walk, the frame-pointer and return-address modes), the site looked up
+ * (sites.c adds a new one), the allocation, free or realloc counted in the thread's per-site figures and the site's
  * shared live counters, and its event written to the trace.  The
  * interposers (interpose.c) come here once they know the call is
  * recorded. */
 #include "hot.h"
 
-static inline uint32_t fsz_get(struct tstate *ts, uint64_t pc)
-{
-    struct fc_ent *e = &ts->fc[(pc ^ (pc >> 9)) & (FC_SIZE - 1)];
-    if (LIKELY(e->pc == pc))
-        return e->code;
-    uint32_t c = fsz_global(pc);
-    if (c != FS_MISS) {
-        e->pc = pc;
-        e->code = c;
-    }
-    return c;
-}
-
-/* The walk: frame k + 1's return address sits at CFA(k) - 8, CFA(k) =
- * CFA(k - 1) + size(pc of frame k).  The address chain uses the size the
- * previous walk found at the same depth (memo), so that the loads of the
- * stack do not wait for the table look-ups, which only confirm it. */
-static inline unsigned walk_cached(struct tstate *ts, uintptr_t ra, uintptr_t cfa, uint64_t *fr,
-                                   unsigned depth, bool *fail)
-{
-    fr[0] = ra - 1;
-    unsigned n = 1;
-    uint64_t pc = ra;
-    uintptr_t hi = ts->stk_hi;
-    if (UNLIKELY(cfa < ts->stk_lo || cfa >= hi)) {
-        *fail = true;
-        return n;
-    }
-    for (; n < depth; n++) {
-        uint32_t guess = ts->memo[n - 1];
-        uint32_t step = guess; /* opaque to the compiler: the chain uses it, not code */
-        __asm__("" : "+r"(step));
-        uint32_t code = fsz_get(ts, pc);
-        if (UNLIKELY(code != guess)) {
-            if (UNLIKELY(code == FS_MISS || code == FS_VAR)) {
-                *fail = true;
-                return n;
-            }
-            ts->memo[n - 1] = code;
-            step = code;
-        }
-        if (UNLIKELY(step == FS_END))
-            break;
-        cfa += (uintptr_t)step * 8u;
-        if (UNLIKELY(cfa > hi))
-            break;
-        memcpy(&pc, (const void *)(cfa - 8), 8);
-        if (UNLIKELY(pc < 4096u))
-            break;
-        fr[n] = pc - 1;
-    }
-    return n;
-}
-
 static unsigned walk_fp(struct tstate *ts, uintptr_t ra, uintptr_t fp, uint64_t *fr, unsigned depth)
 {
     fr[0] = ra - 1;
     unsigned n = 1;
-    uintptr_t lo = ts->stk_lo, hi = ts->stk_hi;
+    uintptr_t lo = ts->walk.stk_lo, hi = ts->walk.stk_hi;
     if (fp < lo || fp + 16 > hi)
         return n;
     memcpy(&fp, (const void *)fp, 8); /* the caller's frame pointer */
@@ -94,34 +39,10 @@ static inline unsigned capture(struct tstate *ts, uintptr_t ra, uintptr_t cfa, u
         return 1;
     }
     if (g_stack_mode == STACK_UNWIND)
-        return mrr_unwind_stack(ra, cfa, fr, depth, false);
+        return mra_unwind_stack(ra, cfa, fr, depth, false);
     if (g_stack_mode == STACK_FP)
         return walk_fp(ts, ra, cfa - 16, fr, depth);
-    uint32_t ep = atomic_load_explicit(&g_fc_epoch, memory_order_relaxed);
-    if (UNLIKELY(ep != ts->fc_epoch)) {
-        memset(ts->fc, 0, sizeof ts->fc);
-        ts->fc_epoch = ep;
-    }
-    bool fail = false;
-    unsigned n = walk_cached(ts, ra, cfa, fr, depth, &fail);
-    if (UNLIKELY(fail)) {
-        int e = errno;
-        n = mrr_unwind_stack(ra, cfa, fr, depth, true);
-        errno = e;
-        return n;
-    }
-    if (UNLIKELY(++ts->verify_ctr >= ts->verify_every)) {
-        ts->verify_ctr = 0;
-        int e = errno;
-        uint32_t ep0 = atomic_load_explicit(&g_fc_epoch, memory_order_relaxed);
-        n = mrr_verify_stack(ra, cfa, fr, n, depth);
-        if (atomic_load_explicit(&g_fc_epoch, memory_order_relaxed) != ep0)
-            ts->verify_every = VERIFY_FIRST;
-        else if (ts->verify_every < VERIFY_MAX)
-            ts->verify_every *= 2;
-        errno = e;
-    }
-    return n;
+    return mra_walk(&ts->walk, ra, cfa, fr, depth);
 }
 
 static inline bool frames_eq(const uint64_t *a, const uint64_t *b, unsigned n)
@@ -132,22 +53,11 @@ static inline bool frames_eq(const uint64_t *a, const uint64_t *b, unsigned n)
     return true;
 }
 
-/* A stack's hash: a multilinear sum (each frame times an odd constant of
- * its position: the products are independent, no chain of multiplies
- * through the frames), then murmur's finaliser.  A site is known by this
- * hash in the thread's cache (64 bits: a collision among 2^18 sites is
- * about 2^-29 likely per run); the global table compares the frames. */
-static inline uint64_t frames_hash(const uint64_t *fr, unsigned n)
-{
-    uint64_t h = n * UINT64_C(0x9E3779B97F4A7C15);
-    for (unsigned i = 0; i < n; i++)
-        h += fr[i] * (UINT64_C(0xD6E8FEB86659FD93) + ((uint64_t)i << 33) * 2);
-    return mix64(h); /* murmur's finaliser */
-}
-
 static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsigned n)
 {
-    uint64_t h = frames_hash(fr, n);
+    uint64_t h = mra_frames_hash(fr, n); /* 64 bits: a collision among 2^18 sites is
+                                             about 2^-29 likely per run; the global
+                                             table compares the frames */
     struct sc_ent *e = &ts->sc[(h >> 7) & (SC_SIZE - 1)];
     if (LIKELY(e->hash == h))
         return (uint32_t)e->site;

@@ -23,10 +23,11 @@
  *     by a walk that adds learnt frame sizes (CFA distances, keyed by return
  *     address, in a per-thread cache in front of a global lock-free table)
  *     and reads each return address at CFA - 8 within the thread's stack
- *     bounds (record.c); a miss, a frame whose size varies (alloca) or a
- *     stack outside the bounds uses libgcc's _Unwind_Backtrace, which also
- *     teaches the cache; every 1024th cached walk is checked against the
- *     unwinder (stack.c);
+ *     bounds; a miss, a frame whose size varies (alloca) or a stack
+ *     outside the bounds uses libgcc's _Unwind_Backtrace, which also
+ *     teaches the cache; now and then a cached walk is checked against the
+ *     unwinder (common/walk.h and walk.c, shared with the apply runtime);
+ *     the frame-pointer and return-address modes are record.c's;
  *   - sites: a global open-addressed table keyed by the frames, read without
  *     lock (record.c), a mutex only to add a site (sites.c), and the modules
  *     their frames are in (modules.c);
@@ -87,6 +88,7 @@
 #include "clock.h"
 #include "format.h"
 #include "site_stats.h"
+#include "walk.h"
 
 /* ---- glibc's allocator (exported by glibc 2.36 at GLIBC_2.2.5) ---- */
 
@@ -127,20 +129,9 @@ enum { STACK_CACHE, STACK_UNWIND, STACK_FP, STACK_RA };
 #define GSIZES 32u       /* sizes kept per site when merging */
 #define RING 8u          /* recent live births per (thread, site): stack-like */
 #define BURST_SITES 16u  /* sites followed in one burst of frees */
-#define FC_SIZE 512u     /* per-thread frame-size cache */
 #define SC_SIZE 256u     /* per-thread site cache */
-#define FSZ_BITS 16u     /* global frame-size table: 2^16 entries */
 #define SLOT_BITS 18u    /* site hash table: 2^18 slots */
 #define MAX_SITES ((1u << SLOT_BITS) / 4u * 3u)
-#define VERIFY_FIRST 256u    /* cached walks between checks, doubling while they agree */
-#define VERIFY_MAX 65536u
-
-/* frame-size codes: 0 unknown, 1..0xfffd size/8, END: the stack ends after
- * this frame, VAR: the size varies (alloca) or cannot be cached: unwind */
-#define FS_MISS 0u
-#define FS_END 0xfffeu
-#define FS_VAR 0xffffu
-#define MEMO_NONE 0x10000u /* no code: the memo of a depth not walked yet */
 
 /* the global state, defined in state.c */
 extern _Atomic int g_state;
@@ -190,8 +181,6 @@ extern uint64_t *g_gkeys;                /* group key -> ... (under g_site_mu) *
 extern uint32_t *g_gsite;                /* ... the group's first site */
 extern struct gsite **g_sites;           /* id -> site */
 extern _Atomic uint32_t g_nsites;
-extern _Atomic uint64_t *g_fsz;          /* frame sizes */
-extern _Atomic uint32_t g_fc_epoch;
 extern struct tstate *g_threads;         /* under g_list_mu */
 extern _Atomic uint64_t g_sites_dropped;
 
@@ -202,12 +191,7 @@ extern size_t g_nmods, g_capmods;
 
 static inline uint64_t mix64(uint64_t x)
 {
-    x ^= x >> 33;
-    x *= UINT64_C(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    x *= UINT64_C(0xc4ceb9fe1a85ec53);
-    x ^= x >> 33;
-    return x;
+    return mra_mix64(x);
 }
 
 /* ---- time: rdtsc scaled to ns, or CLOCK_MONOTONIC (calibrated by clock.c) ---- */
@@ -362,12 +346,6 @@ struct lsite {
     struct mra_size_count sz[LSIZES];
 };
 
-struct fc_ent {
-    uint64_t pc;
-    uint32_t code;
-    uint32_t pad;
-};
-
 struct tstate {
     uint32_t index;
     uint32_t burst_epoch, nburst; /* the current burst of frees: its number, its sites */
@@ -376,9 +354,6 @@ struct tstate {
     uint32_t samp_rng;
     int64_t hook_time;           /* the recorder's own time in hooks, sampled (clock units) */
     uint64_t tick_next, tick_end, last_tick;
-    uintptr_t stk_lo, stk_hi;
-    uint32_t verify_ctr, verify_every, fc_epoch;
-    uint32_t memo[MRA_MAX_DEPTH];  /* the last walk's frame-size codes, by depth */
     struct sc_ent { uint64_t hash; uint64_t site; } sc[SC_SIZE]; /* hash -> site (frames_hash) */
     struct lsite **ls;
     uint32_t lcap;
@@ -389,7 +364,7 @@ struct tstate {
     uint64_t tr_prev_tick;       /* trace: the decoder's last_tick */
     uint64_t t_cur, t_step, t_last; /* the interpolated clock (thread_time) */
     uint32_t t_left;
-    struct fc_ent fc[FC_SIZE];
+    struct mra_walker walk;      /* the stack walk's state (common/walk.h) */
 };
 
 /* The time of an event: the clock (rdtsc: about 30 ns on this project's
@@ -497,20 +472,6 @@ struct module {
     uint32_t len;
 };
 
-static inline uint32_t fsz_global(uint64_t pc)
-{
-    size_t mask = ((size_t)1 << FSZ_BITS) - 1;
-    size_t i = (size_t)mix64(pc) & mask;
-    for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & mask) {
-        uint64_t v = atomic_load_explicit(&g_fsz[i], memory_order_relaxed);
-        if (v == 0)
-            return FS_MISS;
-        if ((v >> 16) == pc)
-            return (uint32_t)(v & 0xffffu);
-    }
-    return FS_MISS;
-}
-
 /* Whether this call is recorded: recording, and not the recorder's own. */
 static inline bool recording(void)
 {
@@ -531,9 +492,6 @@ void mrr_timer_calibrate(void);
 /* modules.c (the callers hold no lock) */
 void mrr_modules_note(const uint64_t *fr, unsigned nf);
 int mrr_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg);
-/* stack.c */
-NOINLINE unsigned mrr_unwind_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth, bool learn);
-COLD unsigned mrr_verify_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned n, unsigned depth);
 /* sites.c */
 COLD uint32_t mrr_site_create(const uint64_t *fr, unsigned n, uint64_t h);
 /* threads.c */

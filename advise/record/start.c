@@ -120,8 +120,8 @@ __attribute__((constructor(101))) static void rec_init(void)
     g_sites = mrr_imap(sizeof(struct gsite *) << SLOT_BITS);
     g_gkeys = mrr_imap(sizeof(uint64_t) << SLOT_BITS);
     g_gsite = mrr_imap(sizeof(uint32_t) << SLOT_BITS);
-    g_fsz = mrr_imap(sizeof(uint64_t) << FSZ_BITS);
-    if (!g_slots || !g_sites || !g_gkeys || !g_gsite || !g_fsz || pthread_key_create(&g_key, mrr_thread_exit) != 0) {
+    mra_fsz = mrr_imap(sizeof(uint64_t) << MRA_FSZ_BITS);
+    if (!g_slots || !g_sites || !g_gkeys || !g_gsite || !mra_fsz || pthread_key_create(&g_key, mrr_thread_exit) != 0) {
         atomic_store(&g_state, ST_OFF);
         goto out;
     }

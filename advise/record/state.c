@@ -51,14 +51,12 @@ int64_t g_fenced_cost;                   /* a fenced empty interval, on average 
 int64_t g_timer_cost;                    /* a plain empty interval, the least seen */
 int64_t g_clip, g_clip_page;             /* the longest sample kept, and per 4 KiB asked */
 
-/* sites and frame sizes (sites.c, stack.c) */
+/* sites (sites.c; the frame sizes are common/walk.c's) */
 _Atomic uint32_t *g_slots;        /* hash -> site id */
 uint64_t *g_gkeys;                /* group key -> ... (under g_site_mu) */
 uint32_t *g_gsite;                /* ... the group's first site */
 struct gsite **g_sites;           /* id -> site */
 _Atomic uint32_t g_nsites;
-_Atomic uint64_t *g_fsz;          /* frame sizes */
-_Atomic uint32_t g_fc_epoch;
 struct tstate *g_threads;         /* under g_list_mu */
 _Atomic uint64_t g_sites_dropped;
 

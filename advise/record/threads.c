@@ -26,25 +26,12 @@ COLD struct tstate *mrr_thread_register(void)
     ts->index = atomic_fetch_add_explicit(&g_nthreads, 1, memory_order_relaxed) + 1;
     if (ts->index >= 2)
         atomic_store_explicit(&g_multi, 1, memory_order_relaxed);
-    ts->fc_epoch = atomic_load_explicit(&g_fc_epoch, memory_order_relaxed);
     ts->t_cur = ts->t_last = now_time();
     ts->t_left = 1;
     ts->samp_left = ts->samp_gap = SAMPLE_EVERY;
     ts->burst_epoch = 1;
     ts->samp_rng = (uint32_t)mix64(g_secret ^ ts->index) | 1u;
-    ts->verify_every = VERIFY_FIRST;
-    for (unsigned i = 0; i < MRA_MAX_DEPTH; i++)
-        ts->memo[i] = MEMO_NONE;
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        void *addr;
-        size_t size;
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-            ts->stk_lo = (uintptr_t)addr;
-            ts->stk_hi = (uintptr_t)addr + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
+    mra_walker_init(&ts->walk);
     pthread_mutex_lock(&g_list_mu);
     ts->next = g_threads;
     if (g_threads)

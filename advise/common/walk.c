@@ -1,31 +1,36 @@
 /* SPDX-License-Identifier: MIT */
-/* advise/record/stack.c -- the slow half of the stack walk: libgcc's
- * unwinder (a miss in the frame-size cache, a frame whose size varies, a
- * stack outside the thread's bounds, and every 1024th cached walk checked
- * against it), and the global frame-size table it teaches.  The cached
- * walk itself, inlined into the allocation path, is record.c's. */
+/* advise/common/walk.c -- the slow half of the stack walk (walk.h):
+ * libgcc's unwinder (a miss in the frame-size cache, a frame whose size
+ * varies, a stack outside the thread's bounds, and now and then a cached
+ * walk checked against it), the global frame-size table it teaches, and a
+ * thread's walker made.  The cached walk itself is walk.h's, inlined into
+ * the allocation paths of the recorder and the apply runtime. */
+#include <pthread.h>
 #include <unwind.h>
 
-#include "record.h"
+#include "walk.h"
+
+_Atomic uint64_t *mra_fsz;
+_Atomic uint32_t mra_fc_epoch;
 
 static void fsz_set(uint64_t pc, uint32_t code)
 {
     if (pc >> 47)
         return;
-    size_t mask = ((size_t)1 << FSZ_BITS) - 1;
-    size_t i = (size_t)mix64(pc) & mask;
+    size_t mask = ((size_t)1 << MRA_FSZ_BITS) - 1;
+    size_t i = (size_t)mra_mix64(pc) & mask;
     uint64_t nv = pc << 16 | code;
     for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & mask) {
-        uint64_t v = atomic_load_explicit(&g_fsz[i], memory_order_relaxed);
+        uint64_t v = atomic_load_explicit(&mra_fsz[i], memory_order_relaxed);
         for (;;) {
             if (v != 0 && (v >> 16) != pc)
                 break;
-            if (v != 0 && ((v & 0xffffu) == FS_VAR || (v & 0xffffu) == code))
+            if (v != 0 && ((v & 0xffffu) == MRA_FS_VAR || (v & 0xffffu) == code))
                 return;
-            if (atomic_compare_exchange_weak_explicit(&g_fsz[i], &v, nv, memory_order_relaxed,
+            if (atomic_compare_exchange_weak_explicit(&mra_fsz[i], &v, nv, memory_order_relaxed,
                                                       memory_order_relaxed)) {
-                if (v != 0 && code == FS_VAR)
-                    atomic_fetch_add_explicit(&g_fc_epoch, 1, memory_order_relaxed);
+                if (v != 0 && code == MRA_FS_VAR)
+                    atomic_fetch_add_explicit(&mra_fc_epoch, 1, memory_order_relaxed);
                 return;
             }
         }
@@ -34,8 +39,8 @@ static void fsz_set(uint64_t pc, uint32_t code)
 
 static inline uint32_t fsz_code(uintptr_t size)
 {
-    if (size == 0 || (size & 7u) || size / 8u >= FS_END)
-        return FS_VAR;
+    if (size == 0 || (size & 7u) || size / 8u >= MRA_FS_END)
+        return MRA_FS_VAR;
     return (uint32_t)(size / 8u);
 }
 
@@ -80,20 +85,20 @@ static _Unwind_Reason_Code ucb(struct _Unwind_Context *ctx, void *arg)
     return _URC_NO_REASON;
 }
 
-/* What the unwinder taught: the code of frame i's size (FS_MISS: none). */
+/* What the unwinder taught: the code of frame i's size (MRA_FS_MISS: none). */
 static uint32_t ucoll_code(const struct ucoll *u, unsigned i)
 {
     if (!u->cfa_ok)
-        return FS_MISS;
+        return MRA_FS_MISS;
     if (i + 1 < u->n || (i + 1 == u->n && u->full))
         return fsz_code(u->sizes[i]);
-    return u->signal ? FS_VAR : FS_END;
+    return u->signal ? MRA_FS_VAR : MRA_FS_END;
 }
 
 /* Unwinds with libgcc from here, keeps the frames from the caller of
  * malloc (return address ra) on, teaches the frame-size table. */
-NOINLINE unsigned mrr_unwind_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth,
-                                      bool learn)
+unsigned mra_unwind_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth,
+                          bool learn)
 {
     struct ucoll u;
     memset(&u, 0, sizeof u);
@@ -107,17 +112,17 @@ NOINLINE unsigned mrr_unwind_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, un
     }
     for (unsigned i = 0; i < u.n; i++) {
         fr[i] = u.pcs[i] - 1;
-        uint32_t code = learn ? ucoll_code(&u, i) : FS_MISS;
-        if (code != FS_MISS)
+        uint32_t code = learn ? ucoll_code(&u, i) : MRA_FS_MISS;
+        if (code != MRA_FS_MISS)
             fsz_set(u.pcs[i], code);
     }
     return u.n;
 }
 
 /* Checks a cached walk against the unwinder: a frame whose size differs is
- * marked FS_VAR.  Returns the unwinder's frames. */
-COLD unsigned mrr_verify_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned n,
-                                  unsigned depth)
+ * marked MRA_FS_VAR.  Returns the unwinder's frames. */
+unsigned mra_verify_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned n,
+                          unsigned depth)
 {
     struct ucoll u;
     memset(&u, 0, sizeof u);
@@ -130,14 +135,33 @@ COLD unsigned mrr_verify_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsign
     for (unsigned i = 0; i < u.n; i++) {
         fr[i] = u.pcs[i] - 1;
         uint32_t code = ucoll_code(&u, i);
-        if (code == FS_MISS)
+        if (code == MRA_FS_MISS)
             continue;
-        uint32_t have = fsz_global(u.pcs[i]);
-        if (have != FS_MISS && have != code) {
-            fsz_set(u.pcs[i], FS_VAR);
-        } else if (have == FS_MISS) {
+        uint32_t have = mra_fsz_global(u.pcs[i]);
+        if (have != MRA_FS_MISS && have != code) {
+            fsz_set(u.pcs[i], MRA_FS_VAR);
+        } else if (have == MRA_FS_MISS) {
             fsz_set(u.pcs[i], code);
         }
     }
     return u.n;
+}
+
+void mra_walker_init(struct mra_walker *w)
+{
+    memset(w, 0, sizeof *w);
+    w->fc_epoch = atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed);
+    w->verify_every = MRA_VERIFY_FIRST;
+    for (unsigned i = 0; i < MRA_MAX_DEPTH; i++)
+        w->memo[i] = MRA_MEMO_NONE;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *addr;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            w->stk_lo = (uintptr_t)addr;
+            w->stk_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
 }
