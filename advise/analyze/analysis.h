@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "format.h"
 
@@ -26,6 +27,35 @@
 void mra_progress_enable(bool on);
 void mra_progress(const char *stage, size_t done, size_t total);
 void mra_progress_end(void);
+
+/* ---- running the program (run.c) ---- */
+
+struct mra_launch {
+    const char *preload;         /* a library put first in LD_PRELOAD (the caller's goes to
+                                    MEMRES_ADVISE_PRELOAD), or NULL: LD_PRELOAD untouched */
+    const char *(*env)[2];       /* variables set ({name, value}; value NULL: unset), up to
+                                    an entry whose name is NULL; NULL: none */
+    int in_fd, out_fd, err_fd;   /* the program's stdin, stdout, stderr; -1: the driver's */
+};
+
+struct mra_child {
+    int status;                  /* wait4's */
+    int exec_errno;              /* 0: the program ran */
+    struct rusage ru;            /* its resource usage */
+    double wall_ns;
+};
+
+/* dir/rel, malloc'ed (NULL: out of memory). */
+char *mra_path_join(const char *dir, const char *rel);
+/* The library name: $envvar, else beside the executable (the build tree),
+ * in ../lib/<multiarch>, ../lib64 or ../lib relative to it, else in
+ * MEMRES_ADVISE_LIBDIR; its real path, malloc'ed, or NULL with a message. */
+char *mra_find_library(const char *name, const char *envvar);
+/* Runs argv as l says and waits for it: 0 (c filled in), or -1 with a
+ * message on stderr (no fork, no pipe). */
+int mra_run(char **argv, const struct mra_launch *l, struct mra_child *c);
+/* User + system time of the child. */
+double mra_child_cpu_ns(const struct mra_child *c);
 
 /* ---- the profile as written (profile.c) ---- */
 
@@ -155,6 +185,8 @@ struct mra_site {
     uint32_t *raw_ids;           /* the profile's site ids merged here */
     size_t nraw;
     enum mra_rec rec;
+    enum mra_rec candidate;      /* what the rules named before the cost and share tests
+                                    (rec, or what a "none" would have been) */
     bool thread_safe;            /* pools: a share is freed by another thread */
     enum mra_pattern pattern;    /* how glibc was costed */
     char reason[640];            /* the rule and the figures that made it */
@@ -207,6 +239,67 @@ double mra_hist_quantile(const uint64_t hist[MRA_HIST], double q);
 void mra_report_text(FILE *f, const struct mra_analysis *a);
 void mra_report_json(FILE *f, const struct mra_analysis *a);
 void mra_report_svg(FILE *f, const struct mra_analysis *a);
+
+/* ---- the plan that `memres-advise apply` carries out (plan.c) ---- */
+
+enum mra_plan_mode {
+    MRA_PLAN_RECOMMENDED,        /* the sites the report recommends an allocator for */
+    MRA_PLAN_CANDIDATES          /* every site the rules name an allocator for, whatever
+                                    its predicted saving (for measuring it) */
+};
+/* Writes the plan (plan.c's head comment has the format) of a, analysed
+ * from p, to f: the sites of mode, or only the site with report id
+ * only_site when it is not 0.  0, or -1. */
+int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, enum mra_plan_mode mode,
+                   unsigned only_site);
+
+/* ---- apply and measure (measure.c) ---- */
+
+#define APPLY_NAME "libmemres-advise-apply.so"
+#define MRA_PLANNED_MAX 32u
+#define MRA_MEASURE_ROUNDS_MAX 101u
+
+/* What a plan holds, as the analysis predicted it. */
+struct mra_planned_site {
+    unsigned site;               /* the report's id */
+    enum mra_rec kind;
+    double predicted_ns, glibc_ns;
+    char plan[4096];             /* its own plan (this site alone), when written */
+};
+struct mra_planned {
+    const char *dir;             /* where each site's own plan goes (NULL: none) */
+    enum mra_plan_mode mode;
+    double program_ns;           /* the program's own time in the recorded run */
+    double predicted_ns;         /* over the planned sites */
+    size_t n;                    /* planned sites (the first MRA_PLANNED_MAX in s[]) */
+    struct mra_planned_site s[MRA_PLANNED_MAX];
+};
+
+struct mra_measured {
+    double glibc_cpu_ns;         /* median CPU time of the glibc runs */
+    double plan_ratio, plan_ratio_lo, plan_ratio_hi; /* the plan's CPU time / glibc's, paired */
+    double plan_rss_ratio;
+    bool output_differs;         /* output or exit status changed under the plan */
+};
+
+struct mra_measure_options {
+    unsigned rounds;             /* 1..MRA_MEASURE_ROUNDS_MAX */
+    bool per_site;               /* also each planned site alone */
+    bool other_mallocs;          /* also mimalloc and jemalloc, where installed */
+    struct mra_measured *result; /* filled in when not NULL */
+};
+
+/* Runs argv in rounds on glibc, under plan and on the other mallocs, and
+ * writes the table to f.  0, or -1 with a message. */
+int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, const struct mra_measure_options *o,
+                FILE *f);
+/* `memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]` (argv[0]
+ * is "apply"): returns the exit status. */
+int mra_apply_main(int argc, char **argv);
+/* The driver's exit status for a program that ended with wait status st:
+ * its exit status, or its signal raised again with the default action (no
+ * core file of the driver), else 128 + the signal. */
+int mra_exit_as(int st);
 
 /* ---- the trace: its plan chunk (trace.c) and its replay (replay.c) ---- */
 

@@ -133,6 +133,7 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         s->nraw = m->nraw;
         m->raw = NULL;
         s->rec = m->rec;
+        s->candidate = m->cand;
         s->thread_safe = m->thread_safe;
         s->pattern = m->pattern;
         snprintf(s->reason, sizeof s->reason, "%s", m->reason);

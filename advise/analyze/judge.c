@@ -216,7 +216,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     else
         snprintf(how, sizeof how, "freed one by one (%.1f%% together < %.0f%%, %.1f%% stack-like < %.0f%%)",
                  100 * together, 100 * th->together_share, 100 * stack, 100 * th->stack_share);
-    m->rec = MRA_NONE;
+    m->rec = m->cand = MRA_NONE;
     m->saving = 0;
     m->mem_delta = 0;
     m->retention = false;
@@ -265,6 +265,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     }
     if (ts)
         m->pattern = MRA_PAT_REMOTE;
+    m->cand = r;
 
     double save = saving_of(m, c, r, m->thread_safe, m->pattern);
     double prog_ns = a->program_ns > 0 ? a->program_ns : 1;

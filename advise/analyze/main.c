@@ -40,31 +40,8 @@
 #ifndef MEMRES_ADVISE_VERSION
 #define MEMRES_ADVISE_VERSION "unknown"
 #endif
-#ifndef MEMRES_ADVISE_LIBDIR
-#define MEMRES_ADVISE_LIBDIR "/usr/local/lib"
-#endif
 
 #define RECORDER_NAME "libmemres-advise-recorder.so"
-
-#if defined(__x86_64__) && defined(__ILP32__)
-#define MULTIARCH "x86_64-linux-gnux32"
-#elif defined(__x86_64__)
-#define MULTIARCH "x86_64-linux-gnu"
-#elif defined(__aarch64__)
-#define MULTIARCH "aarch64-linux-gnu"
-#elif defined(__i386__)
-#define MULTIARCH "i386-linux-gnu"
-#elif defined(__arm__)
-#define MULTIARCH "arm-linux-gnueabihf"
-#elif defined(__riscv) && __riscv_xlen == 64
-#define MULTIARCH "riscv64-linux-gnu"
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define MULTIARCH "powerpc64le-linux-gnu"
-#elif defined(__s390x__)
-#define MULTIARCH "s390x-linux-gnu"
-#else
-#define MULTIARCH ""
-#endif
 
 static void usage(FILE *f)
 {
@@ -132,76 +109,7 @@ static int parse_share(const char *s, double *out)
     return 0;
 }
 
-static char *path_join(const char *dir, const char *rel)
-{
-    size_t n = strlen(dir) + strlen(rel) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, rel);
-    return p;
-}
-
-static char *find_recorder(void)
-{
-    const char *e = getenv("MEMRES_ADVISE_RECORDER");
-    if (e && *e) {
-        char *r = realpath(e, NULL);
-        if (!r)
-            fprintf(stderr, "memres-advise: MEMRES_ADVISE_RECORDER=%s: %s\n", e, strerror(errno));
-        return r;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            static const char *const rel[] = {
-                RECORDER_NAME,
-                "../lib/" MULTIARCH "/" RECORDER_NAME,
-                "../lib64/" RECORDER_NAME,
-                "../lib/" RECORDER_NAME,
-            };
-            for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-                if (i == 1 && !*MULTIARCH)
-                    continue;
-                char *p = path_join(exe, rel[i]);
-                if (p && access(p, R_OK) == 0) {
-                    char *r = realpath(p, NULL);
-                    free(p);
-                    if (r)
-                        return r;
-                    continue;
-                }
-                free(p);
-            }
-        }
-    }
-    char *p = path_join(MEMRES_ADVISE_LIBDIR, RECORDER_NAME);
-    if (p && access(p, R_OK) == 0)
-        return p;
-    fprintf(stderr,
-            "memres-advise: cannot find %s (beside memres-advise, in ../lib, or in %s); "
-            "set MEMRES_ADVISE_RECORDER\n",
-            RECORDER_NAME, MEMRES_ADVISE_LIBDIR);
-    free(p);
-    return NULL;
-}
-
 /* ---- running the program ---- */
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-    pid_t p = (pid_t)child_pid;
-    if (p > 0)
-        kill(p, sig);
-}
-
-static const int handled[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
-#define NHANDLED (sizeof handled / sizeof *handled)
 
 struct run {
     char *profile;               /* the private profile path */
@@ -209,47 +117,6 @@ struct run {
     int status;                  /* waitpid's */
     int exec_errno;              /* 0: the program ran */
 };
-
-static void child_exec(char **argv, const char *recorder, const char *profile, const char *trace, unsigned depth,
-                       const struct sigaction *old, const sigset_t *oldmask, int errfd)
-{
-    for (size_t i = 0; i < NHANDLED; i++)
-        sigaction(handled[i], &old[i], NULL);
-    sigprocmask(SIG_SETMASK, oldmask, NULL);
-
-    const char *orig = getenv("LD_PRELOAD");
-    char *pre;
-    if (orig && *orig) {
-        size_t n = strlen(recorder) + strlen(orig) + 2;
-        pre = malloc(n);
-        if (pre)
-            snprintf(pre, n, "%s:%s", recorder, orig);
-    } else {
-        pre = strdup(recorder);
-    }
-    char d[16];
-    snprintf(d, sizeof d, "%u", depth);
-    int e = 0;
-    if (orig)
-        e |= setenv("MEMRES_ADVISE_PRELOAD", orig, 1);
-    else
-        unsetenv("MEMRES_ADVISE_PRELOAD");
-    e |= pre ? setenv("LD_PRELOAD", pre, 1) : -1;
-    e |= setenv("MEMRES_ADVISE_PROFILE", profile, 1);
-    e |= setenv("MEMRES_ADVISE_DEPTH", d, 1);
-    if (trace)
-        e |= setenv("MEMRES_ADVISE_TRACE", trace, 1);
-    else
-        unsetenv("MEMRES_ADVISE_TRACE");
-    int err = ENOMEM;
-    if (e == 0) {
-        execvp(argv[0], argv);
-        err = errno;
-    }
-    ssize_t w = write(errfd, &err, sizeof err);
-    (void)w;
-    _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
-}
 
 static int run_program(char **argv, const char *recorder, const char *trace, unsigned depth, struct run *r)
 {
@@ -259,69 +126,29 @@ static int run_program(char **argv, const char *recorder, const char *trace, uns
     char *t = realpath(tmp, NULL);
     if (!t)
         t = strdup("/tmp");
-    r->dir = t ? path_join(t, "memres-advise.XXXXXX") : NULL;
+    r->dir = t ? mra_path_join(t, "memres-advise.XXXXXX") : NULL;
     free(t);
     if (!r->dir || !mkdtemp(r->dir)) {
         fprintf(stderr, "memres-advise: cannot make a private directory in %s: %s\n", tmp, strerror(errno));
         return -1;
     }
-    r->profile = path_join(r->dir, "profile");
+    r->profile = mra_path_join(r->dir, "profile");
     if (!r->profile)
         return -1;
-
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) != 0) {
-        fprintf(stderr, "memres-advise: pipe: %s\n", strerror(errno));
+    char d[16];
+    snprintf(d, sizeof d, "%u", depth);
+    const char *env[][2] = {
+        { "MEMRES_ADVISE_PROFILE", r->profile },
+        { "MEMRES_ADVISE_DEPTH", d },
+        { "MEMRES_ADVISE_TRACE", trace },
+        { NULL, NULL },
+    };
+    struct mra_launch l = { .preload = recorder, .env = env, .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+    struct mra_child c;
+    if (mra_run(argv, &l, &c) != 0)
         return -1;
-    }
-    struct sigaction old[NHANDLED], ign = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
-    sigemptyset(&ign.sa_mask);
-    sigemptyset(&fwd.sa_mask);
-    fwd.sa_flags = SA_RESTART;
-    sigset_t block, oldmask;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &oldmask);
-    for (size_t i = 0; i < NHANDLED; i++)
-        sigaction(handled[i], handled[i] == SIGINT || handled[i] == SIGQUIT ? &ign : &fwd, &old[i]);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(pfd[0]);
-        child_exec(argv, recorder, r->profile, trace, depth, old, &oldmask, pfd[1]);
-    }
-    int fork_errno = errno;
-    close(pfd[1]);
-    if (pid > 0)
-        child_pid = pid;
-    sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    if (pid < 0) {
-        for (size_t i = 0; i < NHANDLED; i++)
-            sigaction(handled[i], &old[i], NULL);
-        close(pfd[0]);
-        fprintf(stderr, "memres-advise: fork: %s\n", strerror(fork_errno));
-        return -1;
-    }
-    int err = 0;
-    ssize_t n;
-    do
-        n = read(pfd[0], &err, sizeof err);
-    while (n < 0 && errno == EINTR);
-    close(pfd[0]);
-    r->exec_errno = n == (ssize_t)sizeof err ? err : 0;
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            fprintf(stderr, "memres-advise: waitpid: %s\n", strerror(errno));
-            st = 127 << 8;
-            break;
-        }
-    }
-    child_pid = 0;
-    for (size_t i = 0; i < NHANDLED; i++)
-        sigaction(handled[i], &old[i], NULL);
-    r->status = st;
+    r->status = c.status;
+    r->exec_errno = c.exec_errno;
     return 0;
 }
 
@@ -333,28 +160,6 @@ static void cleanup(struct run *r)
         rmdir(r->dir);
     free(r->profile);
     free(r->dir);
-}
-
-/* Exits as the program did. */
-static int finish(int status)
-{
-    fflush(NULL);
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        /* no core file of the driver: the program's is the one that matters */
-        struct rlimit rl = { 0, 0 };
-        setrlimit(RLIMIT_CORE, &rl);
-        signal(sig, SIG_DFL);
-        sigset_t s;
-        sigemptyset(&s);
-        sigaddset(&s, sig);
-        sigprocmask(SIG_UNBLOCK, &s, NULL);
-        raise(sig);
-        return 128 + sig;
-    }
-    return 1;
 }
 
 static int copy_file(const char *from, const char *to)
@@ -399,8 +204,51 @@ static int close_out(FILE *f, const char *path)
     return 0;
 }
 
+/* The plan of a to path (mode), and, with pl, what it holds (each site's
+ * own plan in pl->dir when that is set). */
+static int write_plans(const char *path, const struct mra_profile *p, const struct mra_analysis *a,
+                       struct mra_planned *pl)
+{
+    enum mra_plan_mode mode = pl ? pl->mode : MRA_PLAN_RECOMMENDED;
+    FILE *f = open_out(path);
+    if (!f)
+        return -1;
+    int rc = mra_plan_write(f, p, a, mode, 0);
+    rc |= close_out(f, path);
+    if (!pl || rc)
+        return rc;
+    pl->program_ns = a->program_ns;
+    for (size_t i = 0; i < a->nsites; i++) {
+        const struct mra_site *s = &a->sites[i];
+        enum mra_rec k = mode == MRA_PLAN_CANDIDATES ? s->candidate : s->rec;
+        if (k == MRA_NONE)
+            continue;
+        if (pl->n < MRA_PLANNED_MAX) {
+            struct mra_planned_site *ps = &pl->s[pl->n];
+            ps->site = s->id;
+            ps->kind = k;
+            ps->predicted_ns = s->predicted_saving_ns;
+            ps->glibc_ns = (double)s->s.glibc_ns;
+            if (pl->dir) {
+                snprintf(ps->plan, sizeof ps->plan, "%s/plan-%u", pl->dir, s->id);
+                FILE *g = open_out(ps->plan);
+                if (!g)
+                    return -1;
+                rc |= mra_plan_write(g, p, a, mode, s->id);
+                rc |= close_out(g, ps->plan);
+            }
+        }
+        pl->n++;
+        pl->predicted_ns += s->predicted_saving_ns;
+    }
+    if (pl->n > MRA_PLANNED_MAX)
+        pl->n = MRA_PLANNED_MAX;
+    return rc;
+}
+
 static int analyse_and_report(const struct run *r, const struct mra_options *o, const char *report,
-                              const char *json, const char *svg, const char *trace, const char *progname)
+                              const char *json, const char *svg, const char *trace, const char *progname,
+                              const char *plan, struct mra_planned *pl)
 {
     struct stat st;
     if (stat(r->profile, &st) != 0) {
@@ -468,6 +316,8 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
         }
         if (trace && access(trace, F_OK) == 0 && mra_trace_append_plan(trace, &a) != 0)
             rc = -1;
+        if (plan && write_plans(plan, &p, &a, pl) != 0)
+            rc = -1;
         mra_analysis_free(&a);
     }
     mra_symbols_free(sym);
@@ -479,6 +329,18 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "replay") == 0)
         return mra_replay_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "apply") == 0)
+        return mra_apply_main(argc - 1, argv + 1);
+    bool measure = false;
+    if (argc > 1 && strcmp(argv[1], "measure") == 0) {
+        measure = true;
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
+    struct mra_measure_options mo = { .rounds = 5, .other_mallocs = true };
+    static struct mra_planned planned;
+    const char *plan = NULL;
 
     struct mra_options o;
     mra_options_default(&o);
@@ -503,6 +365,22 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        if (strcmp(a, "--measure") == 0) {
+            measure = true;
+            continue;
+        }
+        if (strcmp(a, "--per-site") == 0) {
+            mo.per_site = true;
+            continue;
+        }
+        if (strcmp(a, "--plan-candidates") == 0) {
+            planned.mode = MRA_PLAN_CANDIDATES;
+            continue;
+        }
+        if (strcmp(a, "--no-other-mallocs") == 0) {
+            mo.other_mallocs = false;
+            continue;
+        }
         if (strcmp(a, "--version") == 0) {
             printf("memres-advise %s\n", MEMRES_ADVISE_VERSION);
             return 0;
@@ -510,7 +388,8 @@ int main(int argc, char **argv)
         /* options with a value: "--opt VALUE" or "--opt=VALUE" */
         static const char *const withval[] = { "-o", "--json", "--svg", "--trace", "--depth", "--top", "--wrapper",
                                                "--output",
-                                               "--save-profile", "--analyze-profile", "--min-share" };
+                                               "--save-profile", "--analyze-profile", "--min-share", "--plan",
+                                               "--rounds" };
         const char *val = NULL;
         size_t which = SIZE_MAX;
         for (size_t k = 0; k < sizeof withval / sizeof *withval; k++) {
@@ -547,6 +426,11 @@ int main(int argc, char **argv)
             if (parse_share(val, &o.th.min_share) != 0)
                 return bad_usage("--min-share wants a percentage 0..100, not", val);
             break;
+        case 11: plan = val; break;
+        case 12:
+            if (parse_uint(val, 1, MRA_MEASURE_ROUNDS_MAX, &mo.rounds) != 0)
+                return bad_usage("--rounds wants 1..101, not", val);
+            break;
         case 6:
             if (!*val)
                 return bad_usage("--wrapper wants a name", NULL);
@@ -560,14 +444,24 @@ int main(int argc, char **argv)
     if (from_profile) {
         /* no program: the analysis of a saved profile */
         struct run fr = { .profile = (char *)(uintptr_t)from_profile };
-        int rc = analyse_and_report(&fr, &o, report, json, svg, trace, from_profile);
+        int rc = analyse_and_report(&fr, &o, report, json, svg, trace, from_profile, plan,
+                                    measure ? &planned : NULL);
         free(wrappers);
         return rc == 0 ? 0 : 1;
     }
     if (i >= argc)
         return bad_usage("no PROGRAM to run", NULL);
+    if (measure && !isatty(0)) {
+        struct stat st;
+        if (fstat(0, &st) != 0 || !(S_ISCHR(st.st_mode) || (S_ISREG(st.st_mode) && lseek(0, 0, SEEK_CUR) >= 0))) {
+            fprintf(stderr, "memres-advise: measure runs the program many times: its input must be a file "
+                            "(< FILE) or the terminal, not a pipe\n");
+            free(wrappers);
+            return 2;
+        }
+    }
 
-    char *recorder = find_recorder();
+    char *recorder = mra_find_library(RECORDER_NAME, "MEMRES_ADVISE_RECORDER");
     if (!recorder)
         return 2;
     if (strchr(recorder, ':') || strchr(recorder, ' ')) {
@@ -582,7 +476,7 @@ int main(int argc, char **argv)
             trace_abs = strdup(trace);
         } else {
             char cwd[PATH_MAX];
-            trace_abs = getcwd(cwd, sizeof cwd) ? path_join(cwd, trace) : strdup(trace);
+            trace_abs = getcwd(cwd, sizeof cwd) ? mra_path_join(cwd, trace) : strdup(trace);
         }
         if (!trace_abs)
             return 2;
@@ -601,10 +495,37 @@ int main(int argc, char **argv)
     }
     if (save_profile && access(r.profile, F_OK) == 0 && copy_file(r.profile, save_profile) != 0)
         fprintf(stderr, "memres-advise: cannot save the profile to %s: %s\n", save_profile, strerror(errno));
-    analyse_and_report(&r, &o, report, json, svg, trace_abs, argv[i]);
+    char *plan_tmp = NULL;
+    if (measure && !plan) {
+        plan_tmp = mra_path_join(r.dir, "plan");
+        plan = plan_tmp;
+    }
+    if (measure)
+        planned.dir = r.dir;
+    int arc = analyse_and_report(&r, &o, report, json, svg, trace_abs, argv[i], plan, measure ? &planned : NULL);
+    if (measure && arc == 0 && WIFEXITED(r.status)) {
+        lseek(0, 0, SEEK_SET);
+        FILE *mf = report ? fopen(report, "a") : stderr;
+        if (planned.n == 0) {
+            fprintf(mf ? mf : stderr, "\nmeasure: the plan routes no site (nothing recommended; "
+                                      "--plan-candidates plans every site the rules name)\n");
+        } else if (mf) {
+            mo.result = NULL;
+            mra_measure(argv + i, plan, &planned, &mo, mf);
+        }
+        if (mf && mf != stderr)
+            fclose(mf);
+    }
+    for (size_t k = 0; k < planned.n; k++)
+        if (planned.s[k].plan[0])
+            unlink(planned.s[k].plan);
+    if (plan_tmp) {
+        unlink(plan_tmp);
+        free(plan_tmp);
+    }
     cleanup(&r);
     free(recorder);
     free(trace_abs);
     free(wrappers);
-    return finish(r.status);
+    return mra_exit_as(r.status);
 }

@@ -24,6 +24,7 @@ struct msite {
     size_t nraw, capraw;
     /* judged */
     enum mra_rec rec;
+    enum mra_rec cand;           /* what the rules named, before the cost and share tests */
     bool thread_safe;
     enum mra_pattern pattern;
     double saving;

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/analyze/measure.c -- `memres-advise apply` and the measurement
+ * of `memres-advise measure` (--measure):
+ *
+ *   apply: the program run with libmemres-advise-apply.so preloaded and
+ *   the plan named, as it is otherwise (input, output, exit status).
+ *
+ *   measure: after the recorded run and its plan, the program is run in
+ *   rounds, each round once on glibc, once under the plan and once on each
+ *   other malloc found (Debian's mimalloc and jemalloc, preloaded), in an
+ *   order that alternates from round to round; with --per-site also once
+ *   under each planned site's plan alone.  Each run's user + system time
+ *   and peak RSS come from wait4; a variant's figures are the medians over
+ *   the rounds of its ratio to the glibc run of the same round (paired:
+ *   the machine's drift between rounds cancels), with the lowest and
+ *   highest.  The program's standard output of every run is compared with
+ *   the first glibc run's, and its exit status (a variant that changes
+ *   either is reported); its standard input, a file, is rewound for each
+ *   run. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analysis.h"
+
+#define MAX_VARIANTS (3 + MRA_PLANNED_MAX)
+
+struct variant {
+    char name[64];
+    const char *preload;         /* NULL: glibc */
+    const char *plan;            /* the apply runtime's plan, or NULL */
+    unsigned site;               /* per-site plan: the site; 0: all */
+    double cpu[MRA_MEASURE_ROUNDS_MAX], rss[MRA_MEASURE_ROUNDS_MAX];
+    double ratio[MRA_MEASURE_ROUNDS_MAX], rss_ratio[MRA_MEASURE_ROUNDS_MAX];
+    unsigned runs;
+    bool output_differs, status_differs;
+    char stats[4096];            /* the apply runtime's stats file */
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, unsigned n, double *lo, double *hi)
+{
+    double t[MRA_MEASURE_ROUNDS_MAX];
+    memcpy(t, v, n * sizeof *t);
+    qsort(t, n, sizeof *t, cmp_double);
+    if (lo)
+        *lo = n ? t[0] : 0;
+    if (hi)
+        *hi = n ? t[n - 1] : 0;
+    if (n == 0)
+        return 0;
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* FNV-1a of a file's bytes; -1 when it cannot be read. */
+static int hash_file(const char *path, uint64_t *h)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    uint64_t x = UINT64_C(0xcbf29ce484222325);
+    int c;
+    while ((c = getc(f)) != EOF) {
+        x ^= (uint64_t)(unsigned char)c;
+        x *= UINT64_C(0x100000001b3);
+    }
+    fclose(f);
+    *h = x;
+    return 0;
+}
+
+static const char *find_malloc(const char *const *paths)
+{
+    for (size_t i = 0; paths[i]; i++)
+        if (access(paths[i], R_OK) == 0)
+            return paths[i];
+    return NULL;
+}
+
+/* Stdin for the runs: -1 (a terminal: /dev/null), or the driver's, a file
+ * rewound before each run or a device such as /dev/null (main.c refuses a
+ * pipe). */
+static int input_fd(void)
+{
+    return isatty(0) ? -1 : 0;
+}
+
+static int run_variant(char **argv, struct variant *v, const char *apply_lib, int in, const char *out_path,
+                       struct mra_child *c)
+{
+    const char *env[][2] = {
+        { "MEMRES_ADVISE_PLAN", v->plan },
+        { "MEMRES_ADVISE_APPLY_STATS", v->plan ? v->stats : NULL },
+        { NULL, NULL },
+    };
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (in >= 0)
+        lseek(in, 0, SEEK_SET);
+    struct mra_launch l = {
+        .preload = v->plan ? apply_lib : v->preload,
+        .env = env,
+        .in_fd = in >= 0 ? in : null,
+        .out_fd = out,
+        .err_fd = null,
+    };
+    int rc = mra_run(argv, &l, c);
+    if (null >= 0)
+        close(null);
+    if (out >= 0)
+        close(out);
+    if (in >= 0)
+        lseek(in, 0, SEEK_SET);
+    return rc;
+}
+
+/* The apply runtime's stats file: ident ns per call and the routes' peak. */
+static void read_stats(const char *path, double *ident_ns, double *held_peak, uint64_t *routed)
+{
+    *ident_ns = *held_peak = 0;
+    *routed = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long a, b, c, d, e;
+        unsigned r, site;
+        char kind[32];
+        if (sscanf(line, "ident %llu %llu %llu", &a, &b, &e) == 3 && b > 0)
+            *ident_ns = (double)a / (double)b;
+        else if (sscanf(line, "held_peak %llu", &a) == 1)
+            *held_peak = (double)a;
+        else if (sscanf(line, "route %u %31s %u %llu %llu %llu %llu", &r, kind, &site, &a, &b, &c, &d) == 7)
+            *routed += a;
+    }
+    fclose(f);
+}
+
+int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, const struct mra_measure_options *o,
+                FILE *f)
+{
+    char *apply_lib = mra_find_library(APPLY_NAME, "MEMRES_ADVISE_APPLY_LIB");
+    if (!apply_lib)
+        return -1;
+    const char *tmp = getenv("TMPDIR");
+    char *dir = mra_path_join(tmp && *tmp ? tmp : "/tmp", "memres-measure.XXXXXX");
+    if (!dir || !mkdtemp(dir)) {
+        fprintf(stderr, "memres-advise: cannot make a private directory: %s\n", strerror(errno));
+        free(apply_lib);
+        free(dir);
+        return -1;
+    }
+    static struct variant vs[MAX_VARIANTS];
+    memset(vs, 0, sizeof vs);
+    unsigned nv = 0;
+    snprintf(vs[nv++].name, sizeof vs[0].name, "glibc malloc");
+    snprintf(vs[nv].name, sizeof vs[0].name, "memres (the plan)");
+    vs[nv++].plan = plan;
+    static const char *const mi[] = { "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "/usr/lib/libmimalloc.so.2",
+                                      "/usr/local/lib/libmimalloc.so.2", NULL };
+    static const char *const je[] = { "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2",
+                                      "/usr/local/lib/libjemalloc.so.2", NULL };
+    const char *mip = o->other_mallocs ? find_malloc(mi) : NULL, *jep = o->other_mallocs ? find_malloc(je) : NULL;
+    if (mip) {
+        snprintf(vs[nv].name, sizeof vs[0].name, "mimalloc");
+        vs[nv++].preload = mip;
+    }
+    if (jep) {
+        snprintf(vs[nv].name, sizeof vs[0].name, "jemalloc");
+        vs[nv++].preload = jep;
+    }
+    unsigned first_site = nv;
+    if (o->per_site && pl->n > 1)
+        for (size_t i = 0; i < pl->n && nv < MAX_VARIANTS; i++) {
+            snprintf(vs[nv].name, sizeof vs[0].name, "site %u alone", pl->s[i].site);
+            vs[nv].plan = pl->s[i].plan;
+            vs[nv++].site = pl->s[i].site;
+        }
+    for (unsigned i = 0; i < nv; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "stats-%u", i);
+        char *p = mra_path_join(dir, name);
+        snprintf(vs[i].stats, sizeof vs[i].stats, "%s", p ? p : "");
+        free(p);
+    }
+    int in = input_fd();
+    char *out0 = mra_path_join(dir, "out-glibc"), *outv = mra_path_join(dir, "out");
+    uint64_t h0 = 0;
+    int status0 = -1;
+    unsigned rounds = o->rounds;
+    int rc = 0;
+    for (unsigned r = 0; r < rounds && rc == 0; r++) {
+        mra_progress("measure", r, rounds);
+        double cpu[MAX_VARIANTS], rss[MAX_VARIANTS];
+        for (unsigned k = 0; k < nv; k++) {
+            unsigned i = r % 2 ? nv - 1 - k : k;
+            struct variant *v = &vs[i];
+            struct mra_child c;
+            const char *op = i == 0 && r == 0 ? out0 : outv;
+            if (run_variant(argv, v, apply_lib, in, op, &c) != 0 || c.exec_errno) {
+                fprintf(stderr, "memres-advise: measure: cannot run %s (%s)\n", argv[0],
+                        c.exec_errno ? strerror(c.exec_errno) : "fork");
+                rc = -1;
+                break;
+            }
+            cpu[i] = mra_child_cpu_ns(&c);
+            rss[i] = (double)c.ru.ru_maxrss * 1024.0;
+            if (i == 0 && r == 0) {
+                status0 = c.status;
+                hash_file(out0, &h0);
+            } else {
+                uint64_t h = 0;
+                if (hash_file(outv, &h) != 0 || h != h0)
+                    v->output_differs = true;
+                if (c.status != status0)
+                    v->status_differs = true;
+            }
+        }
+        if (rc)
+            break;
+        for (unsigned i = 0; i < nv; i++) {
+            struct variant *v = &vs[i];
+            v->cpu[v->runs] = cpu[i];
+            v->rss[v->runs] = rss[i];
+            v->ratio[v->runs] = cpu[0] > 0 ? cpu[i] / cpu[0] : 1;
+            v->rss_ratio[v->runs] = rss[0] > 0 ? rss[i] / rss[0] : 1;
+            v->runs++;
+        }
+    }
+    mra_progress_end();
+    if (rc == 0) {
+        double g = median(vs[0].cpu, vs[0].runs, NULL, NULL);
+        fprintf(f, "\nmeasured: %u rounds, each variant once a round in alternating order; CPU time (user +\n"
+                   "system) and peak RSS of the program; ratios are to glibc's run of the same round\n"
+                   "(median, lowest-highest)\n\n",
+                rounds);
+        fprintf(f, "  %-22s %10s  %-22s %12s %10s  %s\n", "variant", "CPU ms", "ratio to glibc", "saving ms",
+                "peak RSS", "RSS ratio");
+        for (unsigned i = 0; i < nv; i++) {
+            struct variant *v = &vs[i];
+            double lo, hi, rlo, rhi;
+            double cpu = median(v->cpu, v->runs, NULL, NULL);
+            double ratio = median(v->ratio, v->runs, &lo, &hi);
+            double rr = median(v->rss_ratio, v->runs, &rlo, &rhi);
+            char rs[64];
+            snprintf(rs, sizeof rs, "%.3f (%.3f-%.3f)", ratio, lo, hi);
+            fprintf(f, "  %-22s %10.1f  %-22s %12.1f %8.1f MiB  %.2f%s%s\n", v->name, cpu / 1e6, rs,
+                    (1 - ratio) * g / 1e6, median(v->rss, v->runs, NULL, NULL) / 1048576.0, rr,
+                    v->output_differs ? "  OUTPUT DIFFERS" : "", v->status_differs ? "  EXIT STATUS DIFFERS" : "");
+        }
+        double ident, held;
+        uint64_t routed;
+        read_stats(vs[1].stats, &ident, &held, &routed);
+        double ratio = median(vs[1].ratio, vs[1].runs, NULL, NULL);
+        fprintf(f, "\n  the plan: %zu site%s, predicted %.1f ms, measured %.1f ms (%.1f%% of glibc's run)\n", pl->n,
+                pl->n == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
+        fprintf(f, "  routed %llu allocations; identifying a call's site cost %.1f ns (sampled); the routes held "
+                   "%.1f MiB at their peak\n",
+                (unsigned long long)routed, ident, held / 1048576.0);
+        if (first_site < nv) {
+            fprintf(f, "\n  per site (its plan alone):\n");
+            for (unsigned i = first_site; i < nv; i++) {
+                const struct mra_planned_site *ps = NULL;
+                for (size_t k = 0; k < pl->n; k++)
+                    if (pl->s[k].site == vs[i].site)
+                        ps = &pl->s[k];
+                double lo, hi;
+                double r2 = median(vs[i].ratio, vs[i].runs, &lo, &hi);
+                fprintf(f, "    site %-4u %-13s predicted %8.1f ms  measured %8.1f ms (%.3f, %.3f-%.3f)\n", vs[i].site,
+                        ps ? mra_rec_name(ps->kind) : "?", ps ? ps->predicted_ns / 1e6 : 0, (1 - r2) * g / 1e6, r2,
+                        lo, hi);
+            }
+        }
+        struct mra_measured *m = o->result;
+        if (m) {
+            m->glibc_cpu_ns = g;
+            m->plan_ratio = ratio;
+            median(vs[1].ratio, vs[1].runs, &m->plan_ratio_lo, &m->plan_ratio_hi);
+            m->plan_rss_ratio = median(vs[1].rss_ratio, vs[1].runs, NULL, NULL);
+            m->output_differs = vs[1].output_differs || vs[1].status_differs;
+        }
+    }
+    for (unsigned i = 0; i < nv; i++)
+        unlink(vs[i].stats);
+    if (out0)
+        unlink(out0);
+    if (outv)
+        unlink(outv);
+    free(out0);
+    free(outv);
+    rmdir(dir);
+    free(dir);
+    free(apply_lib);
+    return rc;
+}
+
+int mra_apply_main(int argc, char **argv)
+{
+    /* apply PLAN [--stats FILE] [--] PROGRAM [ARGS...] */
+    if (argc < 3) {
+        fprintf(stderr, "usage: memres-advise apply PLAN [--stats FILE] [--] PROGRAM [ARGS...]\n");
+        return 2;
+    }
+    const char *plan = argv[1], *stats = NULL;
+    int i = 2;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(argv[i], "--stats") == 0 && i + 1 < argc) {
+            stats = argv[++i];
+            continue;
+        }
+        break;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "memres-advise apply: no PROGRAM to run\n");
+        return 2;
+    }
+    char *plan_abs = realpath(plan, NULL);
+    if (!plan_abs) {
+        fprintf(stderr, "memres-advise apply: %s: %s\n", plan, strerror(errno));
+        return 2;
+    }
+    char *lib = mra_find_library(APPLY_NAME, "MEMRES_ADVISE_APPLY_LIB");
+    if (!lib) {
+        free(plan_abs);
+        return 2;
+    }
+    const char *env[][2] = {
+        { "MEMRES_ADVISE_PLAN", plan_abs },
+        { "MEMRES_ADVISE_APPLY_STATS", stats },
+        { NULL, NULL },
+    };
+    struct mra_launch l = { .preload = lib, .env = env, .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+    struct mra_child c;
+    int rc = mra_run(argv + i, &l, &c);
+    free(lib);
+    free(plan_abs);
+    if (rc != 0)
+        return 2;
+    if (c.exec_errno) {
+        fprintf(stderr, "memres-advise apply: cannot run %s: %s\n", argv[i], strerror(c.exec_errno));
+        return c.exec_errno == ENOENT || c.exec_errno == ENOTDIR ? 127 : 126;
+    }
+    return mra_exit_as(c.status);
+}

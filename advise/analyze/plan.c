@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/analyze/plan.c -- the plan that `memres-advise apply` carries out:
+ * which call stacks' allocations go to which memres allocator, in the
+ * terms the apply runtime (advise/apply/) can check cheaply at run time.
+ *
+ * A site of the report is folded and merged from raw stacks (the frames
+ * the recorder walked, return addresses - 1).  The runtime walks the same
+ * frames with the same walker (common/walk.h), but only as deep as it must:
+ * the plan's `walk K` is the least depth at which the routes of the
+ * profile's raw stacks are told apart: two raw stacks whose first K frames
+ * are equal have routes of the same kind ("none" counting as one).  Where
+ * routes of one kind share a K-prefix (a recursive builder's sites, told
+ * apart only by how deep the recursion was), the prefix goes to the one
+ * that allocated most.  Stacks whose kinds still differ at the recorded
+ * depth go to glibc.  Frames are written as
+ * module + file offset, so that another run of the same program (its
+ * modules loaded elsewhere) resolves them.
+ *
+ * The text format, one record a line:
+ *   memres-advise-plan 1
+ *   walk K
+ *   module M PATH                 (M = 0, 1, ...)
+ *   route R KIND SIZE SITE        (R = 1, 2, ...; KIND arena, arena-rewind,
+ *                                  objpool or pools; SIZE the objpool's
+ *                                  object size, else 0; SITE the report's id)
+ *   stack R N M:0xOFF ...         (N frames, innermost first)
+ * Lines starting with '#' are comments. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+
+struct pstack {
+    const uint64_t *fr;
+    unsigned n;
+    unsigned route;              /* 0: glibc */
+    enum mra_rec kind;           /* the route's */
+    uint64_t allocations;
+};
+
+static const struct pstack *sort_ps;
+static unsigned sort_k;
+
+static int cmp_prefix(const void *a, const void *b)
+{
+    const struct pstack *x = &sort_ps[*(const size_t *)a], *y = &sort_ps[*(const size_t *)b];
+    unsigned nx = x->n < sort_k ? x->n : sort_k, ny = y->n < sort_k ? y->n : sort_k;
+    if (nx != ny)
+        return nx < ny ? -1 : 1;
+    for (unsigned i = 0; i < nx; i++)
+        if (x->fr[i] != y->fr[i])
+            return x->fr[i] < y->fr[i] ? -1 : 1;
+    return 0;
+}
+
+/* The group of stacks sharing idx[t]'s k-prefix: idx[t .. *end). */
+static size_t group_end(size_t *idx, size_t n, size_t t)
+{
+    size_t u = t + 1;
+    while (u < n && cmp_prefix(&idx[t], &idx[u]) == 0)
+        u++;
+    return u;
+}
+
+/* The route a group goes to: the route that allocated most among those of
+ * the kind that allocated most ("none" included: 0); *lost: the group's
+ * allocations of other kinds. */
+static unsigned group_route(const struct pstack *ps, const size_t *idx, size_t t, size_t end, uint64_t *lost)
+{
+    uint64_t by_kind[MRA_RECS] = { 0 }, total = 0;
+    for (size_t u = t; u < end; u++) {
+        by_kind[ps[idx[u]].kind] += ps[idx[u]].allocations;
+        total += ps[idx[u]].allocations;
+    }
+    enum mra_rec kind = MRA_NONE;
+    for (int k = 0; k < MRA_RECS; k++)
+        if (by_kind[k] > by_kind[kind])
+            kind = (enum mra_rec)k;
+    *lost = total - by_kind[kind];
+    if (kind == MRA_NONE)
+        return 0;
+    unsigned best = 0;
+    uint64_t most = 0;
+    for (size_t u = t; u < end; u++) {
+        if (ps[idx[u]].kind != kind)
+            continue;
+        uint64_t sum = 0;
+        for (size_t v = t; v < end; v++)
+            if (ps[idx[v]].route == ps[idx[u]].route)
+                sum += ps[idx[v]].allocations;
+        if (sum > most || best == 0) {
+            most = sum;
+            best = ps[idx[u]].route;
+        }
+    }
+    return best;
+}
+
+/* Sorts idx by k-prefix; the allocations that the groups' routes would
+ * send to an allocator of another kind than their own site's. */
+static uint64_t misrouted_at(const struct pstack *ps, size_t *idx, size_t n, unsigned k)
+{
+    sort_ps = ps;
+    sort_k = k;
+    qsort(idx, n, sizeof *idx, cmp_prefix);
+    uint64_t lost_all = 0;
+    for (size_t t = 0; t < n;) {
+        size_t end = group_end(idx, n, t);
+        uint64_t lost;
+        group_route(ps, idx, t, end, &lost);
+        lost_all += lost;
+        t = end;
+    }
+    return lost_all;
+}
+
+static const struct mra_raw_module *module_of(const struct mra_profile *p, uint64_t a, size_t *m)
+{
+    for (size_t i = 0; i < p->nmodules; i++)
+        if (a >= p->modules[i].lo && a < p->modules[i].hi) {
+            *m = i;
+            return &p->modules[i];
+        }
+    return NULL;
+}
+
+static enum mra_rec plan_kind(const struct mra_site *s, enum mra_plan_mode mode)
+{
+    if (mode == MRA_PLAN_CANDIDATES)
+        return s->candidate;
+    return s->rec;
+}
+
+int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, enum mra_plan_mode mode,
+                   unsigned only_site)
+{
+    size_t n = p->nsites;
+    struct pstack *ps = calloc(n ? n : 1, sizeof *ps);
+    size_t *idx = calloc(n ? n : 1, sizeof *idx);
+    unsigned *route_of_id = NULL;
+    enum mra_rec *kind_of_route = calloc(a->nsites + 1, sizeof *kind_of_route);
+    uint32_t maxid = 0;
+    for (size_t i = 0; i < n; i++)
+        if (p->sites[i].s.id > maxid)
+            maxid = p->sites[i].s.id;
+    route_of_id = calloc((size_t)maxid + 1, sizeof *route_of_id);
+    if (!ps || !idx || !route_of_id || !kind_of_route) {
+        free(kind_of_route);
+        free(ps);
+        free(idx);
+        free(route_of_id);
+        fprintf(stderr, "memres-advise: out of memory writing the plan\n");
+        return -1;
+    }
+    fprintf(f, "memres-advise-plan 1\n");
+    fprintf(f, "# program %s; %s\n", a->h.program[0] ? a->h.program : "?",
+            mode == MRA_PLAN_CANDIDATES ? "every site the rules name an allocator for"
+                                        : "the recommended sites");
+    /* the routes: one per planned site */
+    unsigned nroutes = 0;
+    for (size_t i = 0; i < a->nsites; i++) {
+        const struct mra_site *s = &a->sites[i];
+        enum mra_rec k = plan_kind(s, mode);
+        if (k == MRA_NONE || (only_site && s->id != only_site))
+            continue;
+        kind_of_route[++nroutes] = k;
+        uint64_t size = k == MRA_OBJPOOL && s->s.nsizes ? s->s.sizes[0].size : 0;
+        fprintf(f, "route %u %s %llu %u\n", nroutes, mra_rec_name(k), (unsigned long long)size, s->id);
+        for (size_t r = 0; r < s->nraw; r++)
+            if (s->raw_ids[r] <= maxid)
+                route_of_id[s->raw_ids[r]] = nroutes;
+    }
+    unsigned depth = p->h.depth;
+    for (size_t i = 0; i < n; i++) {
+        ps[i].fr = p->sites[i].frames;
+        ps[i].n = p->sites[i].s.nframes < depth ? p->sites[i].s.nframes : depth;
+        ps[i].route = route_of_id[p->sites[i].s.id];
+        ps[i].kind = kind_of_route[ps[i].route];
+        ps[i].allocations = p->sites[i].s.allocations;
+        idx[i] = i;
+    }
+    /* the least depth that tells the routes apart: at which at most 1% of
+     * the planned allocations would go to another kind of allocator than
+     * their site's (or the depth that misroutes least) */
+    unsigned k = 1;
+    uint64_t planned = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ps[i].route)
+            planned += ps[i].allocations;
+    uint64_t lost = 0;
+    if (nroutes > 0) {
+        unsigned best_k = 1;
+        uint64_t best = UINT64_MAX;
+        for (k = 1; k <= depth; k++) {
+            lost = misrouted_at(ps, idx, n, k);
+            if (lost < best) {
+                best = lost;
+                best_k = k;
+            }
+            if (lost * 100 <= planned)
+                break;
+        }
+        k = k > depth ? best_k : k;
+        lost = misrouted_at(ps, idx, n, k);
+    }
+    fprintf(f, "walk %u\n", k);
+    if (lost)
+        fprintf(f, "# %llu allocations share their first %u frames with more allocations of another plan\n",
+                (unsigned long long)lost, k);
+    for (size_t i = 0; i < p->nmodules; i++)
+        fprintf(f, "module %zu %s\n", i, p->modules[i].path ? p->modules[i].path : "?");
+    /* each k-prefix group once (idx is sorted by k-prefix) */
+    size_t unplaced = 0;
+    for (size_t t = 0, end; t < n; t = end) {
+        end = group_end(idx, n, t);
+        uint64_t glost;
+        unsigned best = group_route(ps, idx, t, end, &glost);
+        if (best == 0)
+            continue;
+        const struct pstack *x = &ps[idx[t]];
+        unsigned nf = x->n < k ? x->n : k;
+        char line[MRA_MAX_DEPTH * 40 + 64];
+        int len = snprintf(line, sizeof line, "stack %u %u", best, nf);
+        bool ok = true;
+        for (unsigned j = 0; j < nf && ok; j++) {
+            size_t m;
+            const struct mra_raw_module *mod = module_of(p, x->fr[j], &m);
+            if (!mod) {
+                ok = false;
+                break;
+            }
+            len += snprintf(line + len, sizeof line - (size_t)len, " %zu:0x%llx", m,
+                            (unsigned long long)(x->fr[j] - mod->bias));
+        }
+        if (ok)
+            fprintf(f, "%s\n", line);
+        else
+            unplaced++;
+    }
+    if (unplaced)
+        fprintf(f, "# %zu routed stacks have a frame in no module (JIT code?): they stay on glibc\n", unplaced);
+    free(kind_of_route);
+    free(ps);
+    free(idx);
+    free(route_of_id);
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/apply/apply.c -- the interposed malloc family of the apply runtime
+ * (apply.h says what it does), its start-up and its threads.
+ *
+ * malloc, calloc and realloc(NULL, n) identify their caller's stack and
+ * route it; free, realloc, reallocarray and malloc_usable_size tell their
+ * own objects by the header's tag and pass every other pointer to glibc.
+ * The aligned family (posix_memalign, aligned_alloc, memalign, valloc,
+ * pvalloc) is not interposed: glibc's objects, which free passes on.
+ *
+ * Start-up takes MEMRES_ADVISE_PLAN (and the driver's other variables) out
+ * of the environment and puts LD_PRELOAD back as it was, so that a program
+ * it execs runs unchanged; a fork's child goes on with its parent's
+ * routes. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apply.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define CALLER() ((uintptr_t)__builtin_return_address(0))
+#define CALLER_CFA() ((uintptr_t)__builtin_frame_address(0) + 16u)
+
+bool g_active;
+_Atomic int g_multi;
+uint64_t g_secret = 1;
+unsigned g_walk = 1;
+unsigned g_nroutes;
+struct route g_routes[MAX_ROUTES + 1];
+TLS struct tstate *tls_ts;
+TLS int tls_guard;
+
+static pthread_key_t g_key;
+static char g_stats_path[4096];
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static size_t (*real_usable)(void *);
+
+/* The walk that identifies a stack is timed on one call in IDENT_SAMPLE,
+ * less the least time of an empty pair of clock reads (a call that its
+ * first frame tells apart costs one look-up, in every call). */
+#define IDENT_SAMPLE 256u
+static TLS uint32_t tls_ident_ctr;
+static uint64_t g_clock_cost;
+
+/* ---- memres's upstream: glibc, never through the interposers ---- */
+
+static void *up_alloc(mr_resource *self, size_t size, size_t align)
+{
+    (void)self;
+    void *p = __libc_memalign(align < 16 ? 16 : align, size ? size : 1);
+    if (!p)
+        errno = ENOMEM;
+    return p;
+}
+
+static void up_free(mr_resource *self, void *p, size_t size, size_t align)
+{
+    (void)self;
+    (void)size;
+    (void)align;
+    __libc_free(p);
+}
+
+static const struct mr_resource_ops up_ops = { up_alloc, up_free, NULL };
+static mr_resource g_upstream = { &up_ops };
+
+/* ---- threads ---- */
+
+static void thread_exit(void *arg)
+{
+    struct tstate *ts = arg;
+    tls_guard++;
+    mra_region_thread_exit(ts);
+    ts->dead = true;
+    tls_guard--;
+}
+
+static __attribute__((noinline, cold)) struct tstate *thread_register(void)
+{
+    if (tls_ts)
+        return tls_ts->dead ? NULL : tls_ts;
+    size_t n = sizeof(struct tstate) + (g_nroutes + 1) * sizeof(struct region);
+    void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct tstate *ts = m;
+    tls_guard++; /* pthread_getattr_np reads /proc/self/maps with stdio */
+    mra_walker_init(&ts->walk);
+    tls_ts = ts;
+    pthread_setspecific(g_key, ts);
+    tls_guard--;
+    return ts;
+}
+
+static inline struct tstate *get_ts(void)
+{
+    struct tstate *ts = tls_ts;
+    if (LIKELY(ts != NULL && !ts->dead))
+        return ts;
+    return thread_register();
+}
+
+EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    /* before the second thread exists: every count atomic from here on */
+    atomic_store_explicit(&g_multi, 1, memory_order_seq_cst);
+    if (!real_pthread_create) {
+        void *f = dlsym(RTLD_NEXT, "pthread_create");
+        if (!f)
+            return EAGAIN;
+        memcpy(&real_pthread_create, &f, sizeof f);
+    }
+    return real_pthread_create(t, attr, fn, arg);
+}
+
+/* ---- routing ---- */
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The route of a stack the plan tells by more than its first frame: the
+ * walk (out of line: its frames' array stays off the common path). */
+static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
+{
+    uint64_t fr[MRA_MAX_DEPTH];
+    unsigned n = mra_walk(&ts->walk, ra, cfa, fr, g_walk);
+    return mra_apply_route_of(fr, n);
+}
+
+static inline __attribute__((always_inline)) void *route_alloc(struct tstate *ts, unsigned route, size_t n)
+{
+    struct route *rt = &g_routes[route];
+    void *p = NULL;
+    switch (rt->kind) {
+    case RK_REGION:
+        p = mra_region_alloc(ts, route, n);
+        break;
+    case RK_OBJPOOL:
+        if (n <= rt->objsize && rt->objpool) {
+            void *h = mr_objpool_alloc(rt->objpool);
+            if (h)
+                p = ohdr_set(h, n, route);
+        }
+        break;
+    case RK_POOLS:
+        if (n <= POOL_MAX && rt->pools) {
+            void *h = mr_pools_alloc(rt->pools, OHDR + n, 16);
+            if (h)
+                p = ohdr_set(h, n, route);
+        }
+        break;
+    }
+    if (p) {
+        cnt_add(&rt->st.allocations, 1);
+        cnt_add(&rt->st.bytes, n);
+    } else {
+        cnt_add(&rt->st.fallbacks, 1);
+    }
+    return p;
+}
+
+static inline __attribute__((always_inline)) void route_free(void *p)
+{
+    struct ohdr *h = ohdr_of(p);
+    unsigned route = (unsigned)(h->size_route >> SIZE_BITS);
+    size_t n = (size_t)(h->size_route & SIZE_MASK);
+    struct route *rt = &g_routes[route];
+    cnt_add(&rt->st.frees, 1);
+    switch (rt->kind) {
+    case RK_REGION:
+        mra_region_free(h, route, n);
+        break;
+    case RK_OBJPOOL:
+        h->tag = 0;
+        mr_objpool_free(rt->objpool, h);
+        break;
+    case RK_POOLS:
+        h->tag = 0;
+        mr_pools_free(rt->pools, h, OHDR + n, 16);
+        break;
+    }
+}
+
+/* A call from the first frame of a planned stack (v: its route or
+ * FIRST_WALK): the allocation from its route, or NULL for glibc's. */
+static __attribute__((noinline)) void *routed_malloc(size_t n, bool zero, uint32_t v, uintptr_t ra, uintptr_t cfa)
+{
+    struct tstate *ts = get_ts();
+    if (UNLIKELY(ts == NULL))
+        return NULL;
+    unsigned route = v;
+    if (v == FIRST_WALK) {
+        uint64_t t0 = 0;
+        bool timed = UNLIKELY(++tls_ident_ctr >= IDENT_SAMPLE);
+        if (timed)
+            t0 = now_ns();
+        route = walk_route(ts, ra, cfa);
+        if (timed) {
+            tls_ident_ctr = 0;
+            uint64_t d = now_ns() - t0;
+            mra_apply_stats_note_ident(d > g_clock_cost ? d - g_clock_cost : 0, IDENT_SAMPLE);
+        }
+        if (route == 0)
+            return NULL;
+    }
+    if (UNLIKELY(n > MAX_REQ))
+        return NULL;
+    tls_guard++;
+    void *p = route_alloc(ts, route, n);
+    tls_guard--;
+    if (p && zero)
+        memset(p, 0, n);
+    return p;
+}
+
+/* Every call pays the look-up of its first frame; only the calls from a
+ * planned stack's first frame go further. */
+static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero, uintptr_t ra, uintptr_t cfa)
+{
+    if (LIKELY(g_active) && LIKELY(!tls_guard)) {
+        uint32_t v = mra_apply_first_frame(ra - 1);
+        if (UNLIKELY(v != 0)) {
+            void *p = routed_malloc(n, zero, v, ra, cfa);
+            if (p)
+                return p;
+        }
+    }
+    return zero ? __libc_calloc(1, n) : __libc_malloc(n);
+}
+
+EXPORT void *malloc(size_t n)
+{
+    return do_malloc(n, false, CALLER(), CALLER_CFA());
+}
+
+EXPORT void *calloc(size_t a, size_t b)
+{
+    size_t n;
+    if (UNLIKELY(__builtin_mul_overflow(a, b, &n))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return do_malloc(n, true, CALLER(), CALLER_CFA());
+}
+
+EXPORT void free(void *p)
+{
+    if (UNLIKELY(p == NULL))
+        return;
+    if (LIKELY(!is_ours(p))) {
+        __libc_free(p);
+        return;
+    }
+    tls_guard++;
+    route_free(p);
+    tls_guard--;
+}
+
+static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
+{
+    if (p == NULL)
+        return do_malloc(n, false, ra, cfa);
+    if (!is_ours(p))
+        return __libc_realloc(p, n);
+    if (n == 0) { /* glibc: frees, returns NULL */
+        free(p);
+        return NULL;
+    }
+    if (n > MAX_REQ) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct ohdr *h = ohdr_of(p);
+    unsigned route = (unsigned)(h->size_route >> SIZE_BITS);
+    size_t old = (size_t)(h->size_route & SIZE_MASK);
+    struct route *rt = &g_routes[route];
+    tls_guard++;
+    void *q = NULL;
+    if (rt->kind == RK_REGION && mra_region_grow(p, route, old, n)) {
+        q = p;
+    } else {
+        struct tstate *ts = get_ts();
+        q = ts ? route_alloc(ts, route, n) : NULL;
+        if (!q)
+            q = __libc_malloc(n);
+        if (q) {
+            memcpy(q, p, old < n ? old : n);
+            route_free(p);
+        }
+    }
+    tls_guard--;
+    return q;
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    return do_realloc(p, n, CALLER(), CALLER_CFA());
+}
+
+EXPORT void *reallocarray(void *p, size_t a, size_t b)
+{
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return do_realloc(p, n, CALLER(), CALLER_CFA());
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    if (p == NULL)
+        return 0;
+    if (is_ours(p))
+        return (size_t)(ohdr_of(p)->size_route & SIZE_MASK);
+    return real_usable ? real_usable(p) : 0;
+}
+
+/* ---- start-up and exit ---- */
+
+static void env_take(const char *name, char *dst, size_t cap, bool *present)
+{
+    const char *v = getenv(name);
+    *present = v != NULL;
+    dst[0] = 0;
+    if (v) {
+        size_t n = strlen(v);
+        if (n >= cap)
+            n = cap - 1;
+        memcpy(dst, v, n);
+        dst[n] = 0;
+    }
+}
+
+static void atfork_prepare(void)
+{
+    mra_region_atfork(0);
+}
+
+static void atfork_parent(void)
+{
+    mra_region_atfork(1);
+}
+
+static void atfork_child(void)
+{
+    mra_region_atfork(2);
+}
+
+static void at_exit(void)
+{
+    if (g_stats_path[0]) {
+        tls_guard++;
+        mra_apply_stats_write(g_stats_path);
+        tls_guard--;
+    }
+}
+
+static bool routes_make(void)
+{
+    for (unsigned r = 1; r <= g_nroutes; r++) {
+        struct route *rt = &g_routes[r];
+        if (rt->kind == RK_OBJPOOL) {
+            mr_objpool_options o = { .upstream = &g_upstream, .thread_safe = true };
+            if (rt->objsize == 0 || rt->objsize > POOL_MAX)
+                rt->kind = 0;
+            else if (!(rt->objpool = mr_objpool_create(OHDR + ((rt->objsize + 15u) & ~(size_t)15), 16, &o)))
+                return false;
+        } else if (rt->kind == RK_POOLS) {
+            mr_pools_options o = { .upstream = &g_upstream, .thread_safe = true,
+                                   .largest_required_pool_block = OHDR + POOL_MAX };
+            if (!(rt->pools = mr_pools_create(&o)))
+                return false;
+        }
+    }
+    return true;
+}
+
+__attribute__((constructor(101))) static void apply_init(void)
+{
+    tls_guard++;
+    int e = errno;
+    bool have_plan, have_preload, have_stats;
+    char plan[4096], preload[4096];
+    env_take("MEMRES_ADVISE_PLAN", plan, sizeof plan, &have_plan);
+    env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
+    env_take("MEMRES_ADVISE_APPLY_STATS", g_stats_path, sizeof g_stats_path, &have_stats);
+    unsetenv("MEMRES_ADVISE_PLAN");
+    unsetenv("MEMRES_ADVISE_PRELOAD");
+    unsetenv("MEMRES_ADVISE_APPLY_STATS");
+    if (have_plan) {
+        if (have_preload)
+            setenv("LD_PRELOAD", preload, 1);
+        else
+            unsetenv("LD_PRELOAD");
+    }
+    {
+        void *sym = dlsym(RTLD_NEXT, "malloc_usable_size");
+        if (sym)
+            memcpy(&real_usable, &sym, sizeof sym);
+    }
+    const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
+    uint64_t sec = now_ns() ^ (uint64_t)getpid() << 32;
+    if (rnd) {
+        uint64_t r[2];
+        memcpy(r, rnd, sizeof r);
+        sec ^= r[0] ^ mra_mix64(r[1]);
+    }
+    g_secret = mra_mix64(sec) | 1u;
+    g_clock_cost = UINT64_MAX;
+    for (int i = 0; i < 64; i++) {
+        uint64_t t0 = now_ns(), d = now_ns() - t0;
+        if (d < g_clock_cost)
+            g_clock_cost = d;
+    }
+    if (!have_plan || !plan[0])
+        goto out;
+    mra_fsz = mmap(NULL, sizeof(uint64_t) << MRA_FSZ_BITS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (mra_fsz == MAP_FAILED) {
+        mra_fsz = NULL;
+        goto out;
+    }
+    if (mra_apply_plan_load(plan) != 0 || !routes_make() || pthread_key_create(&g_key, thread_exit) != 0) {
+        fprintf(stderr, "memres-advise apply: the plan is not applied; the program runs on glibc\n");
+        goto out;
+    }
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    atexit(at_exit);
+    g_active = g_nroutes > 0;
+out:
+    errno = e;
+    tls_guard--;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/* advise/apply/apply.h -- libmemres-advise-apply.so, the advice applied to
+ * an unmodified program: preloaded by `memres-advise apply`, it reads the
+ * plan (analyze/plan.c), and routes the allocations of each planned call
+ * stack to a memres allocator; everything else, and every pointer it did
+ * not hand out, goes to glibc unchanged.
+ *
+ *   - identification (apply.c): the caller's return address first (a set of
+ *     the planned stacks' first frames: an allocation from anywhere else
+ *     costs one look-up), then the plan's walk of K frames with the
+ *     recorder's walker (common/walk.h) and a hash of them;
+ *   - objects: a 16-byte header below the user's pointer, its size and
+ *     route, and a tag (a keyed hash of the address with the top bit set:
+ *     a glibc chunk's size field, the word below a glibc pointer, never has
+ *     it), so that free, realloc and malloc_usable_size know their own;
+ *   - routes: size-class pools and object pools are memres's, thread-safe
+ *     (any thread may free); an arena is a *site region* (region.c): per
+ *     thread, bump allocation in 64 KiB blocks aligned to their size, each
+ *     block counting its live objects; a free only counts (and gives back
+ *     the newest object's room: a stack-like site reuses its memory as an
+ *     arena with marks would), and a block whose count reaches zero is
+ *     reused or given back: the reap pattern, so that a program that frees
+ *     a burst object by object gets an arena's allocation cost unchanged;
+ *   - what it did, at exit, to $MEMRES_ADVISE_APPLY_STATS (stats.c).
+ *
+ * Its files share this header; everything but the malloc family is hidden.
+ */
+#ifndef MEMRES_ADVISE_APPLY_H
+#define MEMRES_ADVISE_APPLY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <memres/objpool.h>
+#include <memres/pools.h>
+
+#include "walk.h"
+
+extern void *__libc_malloc(size_t n);
+extern void __libc_free(void *p);
+extern void *__libc_calloc(size_t a, size_t b);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+
+#pragma GCC visibility push(hidden)
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TLS __attribute__((tls_model("initial-exec"))) _Thread_local
+
+#define OHDR 16u                 /* the object header */
+#define MAX_ROUTES 4096u
+#define SIZE_BITS 48u
+#define SIZE_MASK ((UINT64_C(1) << SIZE_BITS) - 1)
+#define POOL_MAX 4096u           /* pools and objpool routes serve sizes up to this */
+#define MAX_REQ ((size_t)PTRDIFF_MAX - 65536u)
+
+/* region blocks */
+#define RBLOCK ((size_t)64 << 10)
+#define RBLOCK_HDR 64u
+#define REGION_MAX (RBLOCK / 4u)    /* larger requests of a region site go to glibc */
+#define SEGMENT ((size_t)2 << 20)   /* blocks are carved from segments of this */
+
+enum route_kind { RK_REGION = 1, RK_OBJPOOL, RK_POOLS };
+
+struct route_stats {
+    _Atomic uint64_t allocations, frees, bytes, fallbacks;
+};
+
+struct route {
+    enum route_kind kind;
+    bool rewind;                 /* arena-rewind in the plan (a region: the same engine) */
+    uint32_t site;               /* the report's site id */
+    size_t objsize;              /* objpool: the object size planned */
+    mr_pools *pools;
+    mr_objpool *objpool;
+    struct route_stats st;
+};
+
+/* A region block: this header, then objects (OHDR + rounded size each). */
+struct rblock {
+    _Atomic uint64_t state;      /* live objects << 1 | retired */
+    uint32_t route;
+    uint32_t pad;
+    struct rblock *next, *prev;  /* on a free list */
+    uint64_t freed_at;           /* free: when it was freed (ns, coarse clock) */
+    char pad_[RBLOCK_HDR - 40];
+};
+_Static_assert(sizeof(struct rblock) == RBLOCK_HDR, "region block header");
+
+/* One thread's region of one route: its current block. */
+struct region {
+    char *bump, *end;
+    struct rblock *cur;
+};
+
+struct tstate {
+    struct mra_walker walk;
+    bool dead;
+    struct region reg[];         /* g_nroutes + 1 */
+};
+
+/* global state (apply.c) */
+extern bool g_active;
+extern _Atomic int g_multi;      /* a second thread may run: counts are atomic */
+extern uint64_t g_secret;
+extern unsigned g_walk;          /* frames walked to identify a stack */
+extern unsigned g_nroutes;
+extern struct route g_routes[MAX_ROUTES + 1];
+extern TLS struct tstate *tls_ts;
+extern TLS int tls_guard;
+extern size_t g_placed;          /* plan stacks placed at this run's addresses (plan_load.c) */
+
+/* ---- the object header ---- */
+
+struct ohdr {
+    uint64_t size_route;         /* size: 48 | route: 16 */
+    uint64_t tag;
+};
+
+/* The top bit tells the tag from a glibc chunk's size field; the rest
+ * ties it to the address and the process (one multiply: it is on every
+ * malloc and free). */
+static inline uint64_t tag_of(const void *p)
+{
+    return ((uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15) ^ g_secret) | (UINT64_C(1) << 63);
+}
+
+static inline bool is_ours(const void *p)
+{
+    uint64_t w;
+    memcpy(&w, (const char *)p - 8, 8);
+    return w == tag_of(p);
+}
+
+static inline struct ohdr *ohdr_of(void *p)
+{
+    return (struct ohdr *)(void *)((char *)p - OHDR);
+}
+
+static inline void *ohdr_set(void *h, size_t n, unsigned route)
+{
+    struct ohdr *o = h;
+    void *p = (char *)h + OHDR;
+    o->size_route = (uint64_t)n | (uint64_t)route << SIZE_BITS;
+    o->tag = tag_of(p);
+    return p;
+}
+
+static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
+{
+    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
+        uint64_t v = atomic_load_explicit(a, memory_order_relaxed) + d;
+        atomic_store_explicit(a, v, memory_order_relaxed);
+        return v;
+    }
+    return atomic_fetch_add_explicit(a, d, memory_order_relaxed) + d;
+}
+
+/* ---- the other files ---- */
+
+/* region.c */
+/* The room an object of n bytes takes in a region block. */
+static inline size_t mra_region_room(size_t n)
+{
+    return OHDR + ((n + 15u) & ~(size_t)15);
+}
+/* r's current block has no room for need bytes: a block that has. */
+__attribute__((noinline)) bool mra_region_refill(struct region *r, unsigned route);
+static inline void *mra_region_alloc(struct tstate *ts, unsigned route, size_t n)
+{
+    if (UNLIKELY(n > REGION_MAX))
+        return NULL;
+    size_t need = mra_region_room(n);
+    struct region *r = &ts->reg[route];
+    if (UNLIKELY((size_t)(r->end - r->bump) < need) && !mra_region_refill(r, route))
+        return NULL;
+    char *h = r->bump;
+    r->bump = h + need;
+    cnt_add(&r->cur->state, 2);
+    return ohdr_set(h, n, route);
+}
+void mra_region_free(struct ohdr *h, unsigned route, size_t n);
+/* grows p (of route, n bytes) in place to m bytes when it is its region's
+ * newest object and its block has room: true, else false */
+bool mra_region_grow(void *p, unsigned route, size_t n, size_t m);
+void mra_region_thread_exit(struct tstate *ts);
+void mra_region_atfork(int stage);   /* 0 prepare, 1 parent, 2 child */
+uint64_t mra_region_held_peak(void);
+uint64_t mra_region_held(void);
+
+/* plan_load.c: the plan read and placed, into two read-only tables */
+int mra_apply_plan_load(const char *path);
+struct kv {
+    uint64_t key;                /* 0: empty */
+    uint32_t route;
+};
+#define FIRST_WALK UINT32_MAX    /* g_first: the stack must be walked to know its route */
+extern struct kv *g_first;       /* a planned stack's first frame -> its route (walk 1) or
+                                    FIRST_WALK */
+extern size_t g_first_mask;
+extern struct kv *g_stacks;      /* hash of a planned stack's frames | 1 -> route */
+extern size_t g_stacks_mask;
+
+/* What a stack whose first frame is f is: 0 none of the plan's, a route,
+ * or FIRST_WALK. */
+static inline uint32_t mra_apply_first_frame(uint64_t f)
+{
+    for (size_t i = (size_t)((f * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & g_first_mask;;
+         i = (i + 1) & g_first_mask) {
+        const struct kv *e = &g_first[i];
+        if (e->key == f)
+            return e->route;
+        if (e->key == 0)
+            return 0;
+    }
+}
+
+/* The route of a stack of n frames (0: glibc). */
+static inline unsigned mra_apply_route_of(const uint64_t *fr, unsigned n)
+{
+    uint64_t h = mra_frames_hash(fr, n) | 1u;
+    for (size_t i = (size_t)h & g_stacks_mask;; i = (i + 1) & g_stacks_mask) {
+        const struct kv *e = &g_stacks[i];
+        if (e->key == h)
+            return e->route;
+        if (e->key == 0)
+            return 0;
+    }
+}
+
+/* stats.c */
+void mra_apply_stats_note_ident(uint64_t ns, uint64_t calls);
+void mra_apply_stats_write(const char *path);
+
+#pragma GCC visibility pop
+
+#endif
