@@ -135,14 +135,14 @@ static void read_stats(const char *path, double *ident_ns, double *held_peak, ui
         return;
     char line[512];
     while (fgets(line, sizeof line, f)) {
-        unsigned long long a, b, c, d, e;
+        unsigned long long a, b, e;
         unsigned r, site;
         char kind[32];
         if (sscanf(line, "ident %llu %llu %llu", &a, &b, &e) == 3 && b > 0)
             *ident_ns = (double)a / (double)b;
         else if (sscanf(line, "held_peak %llu", &a) == 1)
             *held_peak = (double)a;
-        else if (sscanf(line, "route %u %31s %u %llu %llu %llu %llu", &r, kind, &site, &a, &b, &c, &d) == 7)
+        else if (sscanf(line, "route %u %31s %u %llu %llu", &r, kind, &site, &a, &b) == 5)
             *routed += a;
     }
     fclose(f);

@@ -38,6 +38,8 @@ unsigned g_nroutes;
 struct route g_routes[MAX_ROUTES + 1];
 TLS struct tstate *tls_ts;
 TLS int tls_guard;
+struct tstate *_Atomic g_threads;
+static TLS int tls_exited;
 
 static pthread_key_t g_key;
 static char g_stats_path[4096];
@@ -80,14 +82,17 @@ static void thread_exit(void *arg)
     struct tstate *ts = arg;
     tls_guard++;
     mra_region_thread_exit(ts);
-    ts->dead = true;
+    tls_ts = NULL;
+    tls_exited = 1;
     tls_guard--;
 }
 
 static __attribute__((noinline, cold)) struct tstate *thread_register(void)
 {
     if (tls_ts)
-        return tls_ts->dead ? NULL : tls_ts;
+        return tls_ts;
+    if (tls_exited)
+        return NULL;
     size_t n = sizeof(struct tstate) + (g_nroutes + 1) * sizeof(struct region);
     void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -97,6 +102,9 @@ static __attribute__((noinline, cold)) struct tstate *thread_register(void)
     mra_walker_init(&ts->walk);
     tls_ts = ts;
     pthread_setspecific(g_key, ts);
+    ts->next = atomic_load(&g_threads);
+    while (!atomic_compare_exchange_weak(&g_threads, &ts->next, ts)) {
+    }
     tls_guard--;
     return ts;
 }
@@ -104,7 +112,7 @@ static __attribute__((noinline, cold)) struct tstate *thread_register(void)
 static inline struct tstate *get_ts(void)
 {
     struct tstate *ts = tls_ts;
-    if (LIKELY(ts != NULL && !ts->dead))
+    if (LIKELY(ts != NULL))
         return ts;
     return thread_register();
 }
@@ -146,43 +154,45 @@ static inline __attribute__((always_inline)) void *route_alloc(struct tstate *ts
     void *p = NULL;
     switch (rt->kind) {
     case RK_REGION:
-        p = mra_region_alloc(ts, route, n);
+        if (LIKELY(g_range_len != 0))
+            p = mra_region_alloc(ts, route, n);
         break;
     case RK_OBJPOOL:
         if (n <= rt->objsize && rt->objpool) {
+            tls_guard++;
             void *h = mr_objpool_alloc(rt->objpool);
-            if (h)
+            tls_guard--;
+            if (h) {
                 p = ohdr_set(h, n, route);
+                ts->reg[route].allocations++;
+            }
         }
         break;
     case RK_POOLS:
         if (n <= POOL_MAX && rt->pools) {
+            tls_guard++;
             void *h = mr_pools_alloc(rt->pools, OHDR + n, 16);
-            if (h)
+            tls_guard--;
+            if (h) {
                 p = ohdr_set(h, n, route);
+                ts->reg[route].allocations++;
+            }
         }
         break;
     }
-    if (p) {
-        cnt_add(&rt->st.allocations, 1);
-        cnt_add(&rt->st.bytes, n);
-    } else {
-        cnt_add(&rt->st.fallbacks, 1);
-    }
+    if (UNLIKELY(!p))
+        cnt_add(&rt->fallbacks, 1);
     return p;
 }
 
+/* A pooled object (not a region's) freed. */
 static inline __attribute__((always_inline)) void route_free(void *p)
 {
     struct ohdr *h = ohdr_of(p);
     unsigned route = (unsigned)(h->size_route >> SIZE_BITS);
     size_t n = (size_t)(h->size_route & SIZE_MASK);
     struct route *rt = &g_routes[route];
-    cnt_add(&rt->st.frees, 1);
     switch (rt->kind) {
-    case RK_REGION:
-        mra_region_free(h, route, n);
-        break;
     case RK_OBJPOOL:
         h->tag = 0;
         mr_objpool_free(rt->objpool, h);
@@ -190,6 +200,8 @@ static inline __attribute__((always_inline)) void route_free(void *p)
     case RK_POOLS:
         h->tag = 0;
         mr_pools_free(rt->pools, h, OHDR + n, 16);
+        break;
+    default:
         break;
     }
 }
@@ -218,9 +230,7 @@ static __attribute__((noinline)) void *routed_malloc(size_t n, bool zero, uint32
     }
     if (UNLIKELY(n > MAX_REQ))
         return NULL;
-    tls_guard++;
     void *p = route_alloc(ts, route, n);
-    tls_guard--;
     if (p && zero)
         memset(p, 0, n);
     return p;
@@ -233,7 +243,16 @@ static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero
     if (LIKELY(g_active) && LIKELY(!tls_guard)) {
         uint32_t v = mra_apply_first_frame(ra - 1);
         if (UNLIKELY(v != 0)) {
-            void *p = routed_malloc(n, zero, v, ra, cfa);
+            /* a region told by its first frame: inline */
+            struct tstate *ts = tls_ts;
+            void *p;
+            if (LIKELY(v != FIRST_WALK && ts != NULL && g_routes[v].kind == RK_REGION && g_range_len != 0) &&
+                LIKELY((p = mra_region_alloc(ts, v, n)) != NULL)) {
+                if (zero)
+                    memset(p, 0, n);
+                return p;
+            }
+            p = routed_malloc(n, zero, v, ra, cfa);
             if (p)
                 return p;
         }
@@ -260,6 +279,10 @@ EXPORT void free(void *p)
 {
     if (UNLIKELY(p == NULL))
         return;
+    if (mra_is_region(p)) {
+        mra_region_free(p);
+        return;
+    }
     if (LIKELY(!is_ours(p))) {
         __libc_free(p);
         return;
@@ -269,11 +292,27 @@ EXPORT void free(void *p)
     tls_guard--;
 }
 
+/* p's bytes, its route and its size, or 0 for glibc's. */
+static unsigned owner_of(void *p, size_t *size)
+{
+    if (mra_is_region(p)) {
+        *size = mra_region_size(p);
+        return mra_region_block(p)->route;
+    }
+    if (!is_ours(p))
+        return 0;
+    struct ohdr *h = ohdr_of(p);
+    *size = (size_t)(h->size_route & SIZE_MASK);
+    return (unsigned)(h->size_route >> SIZE_BITS);
+}
+
 static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
 {
     if (p == NULL)
         return do_malloc(n, false, ra, cfa);
-    if (!is_ours(p))
+    size_t old;
+    unsigned route = owner_of(p, &old);
+    if (route == 0)
         return __libc_realloc(p, n);
     if (n == 0) { /* glibc: frees, returns NULL */
         free(p);
@@ -283,23 +322,19 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         errno = ENOMEM;
         return NULL;
     }
-    struct ohdr *h = ohdr_of(p);
-    unsigned route = (unsigned)(h->size_route >> SIZE_BITS);
-    size_t old = (size_t)(h->size_route & SIZE_MASK);
-    struct route *rt = &g_routes[route];
+    if (g_routes[route].kind == RK_REGION && mra_region_grow(p, n))
+        return p;
     tls_guard++;
-    void *q = NULL;
-    if (rt->kind == RK_REGION && mra_region_grow(p, route, old, n)) {
-        q = p;
-    } else {
-        struct tstate *ts = get_ts();
-        q = ts ? route_alloc(ts, route, n) : NULL;
-        if (!q)
-            q = __libc_malloc(n);
-        if (q) {
-            memcpy(q, p, old < n ? old : n);
+    struct tstate *ts = get_ts();
+    void *q = ts ? route_alloc(ts, route, n) : NULL;
+    if (!q)
+        q = __libc_malloc(n);
+    if (q) {
+        memcpy(q, p, old < n ? old : n);
+        if (g_routes[route].kind == RK_REGION)
+            mra_region_free(p);
+        else
             route_free(p);
-        }
     }
     tls_guard--;
     return q;
@@ -324,8 +359,9 @@ EXPORT size_t malloc_usable_size(void *p)
 {
     if (p == NULL)
         return 0;
-    if (is_ours(p))
-        return (size_t)(ohdr_of(p)->size_route & SIZE_MASK);
+    size_t n;
+    if (owner_of(p, &n) != 0)
+        return n;
     return real_usable ? real_usable(p) : 0;
 }
 
@@ -434,6 +470,8 @@ __attribute__((constructor(101))) static void apply_init(void)
         mra_fsz = NULL;
         goto out;
     }
+    if (mra_region_init() != 0)
+        fprintf(stderr, "memres-advise apply: no address space for site regions: their sites stay on glibc\n");
     if (mra_apply_plan_load(plan) != 0 || !routes_make() || pthread_key_create(&g_key, thread_exit) != 0) {
         fprintf(stderr, "memres-advise apply: the plan is not applied; the program runs on glibc\n");
         goto out;

@@ -59,15 +59,12 @@ extern void *__libc_memalign(size_t align, size_t n);
 
 /* region blocks */
 #define RBLOCK ((size_t)64 << 10)
-#define RBLOCK_HDR 64u
+#define RBLOCK_HDR 576u             /* the header: 64 bytes and the bitmap of starts */
 #define REGION_MAX (RBLOCK / 4u)    /* larger requests of a region site go to glibc */
 #define SEGMENT ((size_t)2 << 20)   /* blocks are carved from segments of this */
 
 enum route_kind { RK_REGION = 1, RK_OBJPOOL, RK_POOLS };
 
-struct route_stats {
-    _Atomic uint64_t allocations, frees, bytes, fallbacks;
-};
 
 struct route {
     enum route_kind kind;
@@ -76,29 +73,34 @@ struct route {
     size_t objsize;              /* objpool: the object size planned */
     mr_pools *pools;
     mr_objpool *objpool;
-    struct route_stats st;
+    _Atomic uint64_t fallbacks;  /* calls of its stacks that went to glibc */
 };
 
-/* A region block: this header, then objects (OHDR + rounded size each). */
+/* A region block (region.c): this header, then objects (their sizes
+ * rounded to 16 bytes, no header). */
 struct rblock {
     _Atomic uint64_t state;      /* live objects << 1 | retired */
+    char *top;                   /* the end of what was handed out */
     uint32_t route;
     uint32_t pad;
     struct rblock *next, *prev;  /* on a free list */
     uint64_t freed_at;           /* free: when it was freed (ns, coarse clock) */
-    char pad_[RBLOCK_HDR - 40];
+    char pad_[16];
+    uint64_t bits[RBLOCK / 16 / 64]; /* one bit per 16 bytes: where an object starts */
 };
 _Static_assert(sizeof(struct rblock) == RBLOCK_HDR, "region block header");
 
 /* One thread's region of one route: its current block. */
 struct region {
     char *bump, *end;
+    char *last;                  /* the newest object in cur, or NULL */
     struct rblock *cur;
+    uint64_t allocations;        /* the thread's allocations of the route (any kind) */
 };
 
 struct tstate {
     struct mra_walker walk;
-    bool dead;
+    struct tstate *next;         /* every thread's, for the stats */
     struct region reg[];         /* g_nroutes + 1 */
 };
 
@@ -109,7 +111,8 @@ extern uint64_t g_secret;
 extern unsigned g_walk;          /* frames walked to identify a stack */
 extern unsigned g_nroutes;
 extern struct route g_routes[MAX_ROUTES + 1];
-extern TLS struct tstate *tls_ts;
+extern TLS struct tstate *tls_ts; /* NULL before the thread's first routed call and after its exit */
+extern struct tstate *_Atomic g_threads;
 extern TLS int tls_guard;
 extern size_t g_placed;          /* plan stacks placed at this run's addresses (plan_load.c) */
 
@@ -162,10 +165,22 @@ static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
 /* ---- the other files ---- */
 
 /* region.c */
+extern uintptr_t g_range_lo;     /* the range of the regions' blocks */
+extern size_t g_range_len;
+/* Reserves the range: 0, or -1 (no regions: their sites stay on glibc). */
+int mra_region_init(void);
+static inline bool mra_is_region(const void *p)
+{
+    return (uintptr_t)p - g_range_lo < g_range_len;
+}
+static inline struct rblock *mra_region_block(const void *p)
+{
+    return (struct rblock *)((uintptr_t)p & ~(uintptr_t)(RBLOCK - 1));
+}
 /* The room an object of n bytes takes in a region block. */
 static inline size_t mra_region_room(size_t n)
 {
-    return OHDR + ((n + 15u) & ~(size_t)15);
+    return n ? (n + 15u) & ~(size_t)15 : 16u;
 }
 /* r's current block has no room for need bytes: a block that has. */
 __attribute__((noinline)) bool mra_region_refill(struct region *r, unsigned route);
@@ -177,19 +192,50 @@ static inline void *mra_region_alloc(struct tstate *ts, unsigned route, size_t n
     struct region *r = &ts->reg[route];
     if (UNLIKELY((size_t)(r->end - r->bump) < need) && !mra_region_refill(r, route))
         return NULL;
-    char *h = r->bump;
-    r->bump = h + need;
-    cnt_add(&r->cur->state, 2);
-    return ohdr_set(h, n, route);
+    char *p = r->bump;
+    struct rblock *b = r->cur;
+    r->bump = p + need;
+    r->last = p;
+    b->top = r->bump;
+    size_t i = ((uintptr_t)p - (uintptr_t)b) >> 4;
+    b->bits[i >> 6] |= UINT64_C(1) << (i & 63);
+    cnt_add(&b->state, 2);
+    r->allocations++;
+    return p;
 }
-void mra_region_free(struct ohdr *h, unsigned route, size_t n);
-/* grows p (of route, n bytes) in place to m bytes when it is its region's
- * newest object and its block has room: true, else false */
-bool mra_region_grow(void *p, unsigned route, size_t n, size_t m);
+__attribute__((noinline)) void mra_region_free_slow(struct rblock *b, struct region *r, void *p, uint64_t v);
+static inline uint64_t mra_state_sub2(struct rblock *b)
+{
+    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
+        uint64_t v = atomic_load_explicit(&b->state, memory_order_relaxed) - 2;
+        atomic_store_explicit(&b->state, v, memory_order_relaxed);
+        return v;
+    }
+    return atomic_fetch_sub_explicit(&b->state, 2, memory_order_acq_rel) - 2;
+}
+/* A region object freed: counted; the rest (its room back if it is the
+ * newest, the block started over or given back) out of line. */
+static inline void mra_region_free(void *p)
+{
+    struct rblock *b = mra_region_block(p);
+    struct tstate *ts = tls_ts;
+    struct region *r = ts ? &ts->reg[b->route] : NULL;
+    if (UNLIKELY(r && (char *)p == r->last && r->cur == b)) {
+        mra_region_free_slow(b, r, p, 0);
+        return;
+    }
+    uint64_t v = mra_state_sub2(b);
+    if (UNLIKELY(v <= 1))
+        mra_region_free_slow(b, r, NULL, v);
+}
+/* The bytes p may use (its size rounded up to 16). */
+size_t mra_region_size(const void *p);
+/* Grows p in place to m bytes when it is its region's newest object and
+ * its block has room: true, else false. */
+bool mra_region_grow(void *p, size_t m);
 void mra_region_thread_exit(struct tstate *ts);
 void mra_region_atfork(int stage);   /* 0 prepare, 1 parent, 2 child */
 uint64_t mra_region_held_peak(void);
-uint64_t mra_region_held(void);
 
 /* plan_load.c: the plan read and placed, into two read-only tables */
 int mra_apply_plan_load(const char *path);

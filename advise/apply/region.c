@@ -4,26 +4,32 @@
  * together (or stack-like, or never) but are freed one by one by a
  * program that does not know about arenas.
  *
- * A block is RBLOCK bytes aligned to RBLOCK, so that a free finds it from
- * the pointer.  Its state word is (live objects << 1 | retired): the
- * owner's allocations add 2; a free subtracts 2 (from any thread); the
- * owner sets the retired bit when it moves to a new block.  Whoever's
- * operation leaves the word at exactly 1 (retired, nothing live) gives the
- * block back: one operation can, so one thread does.  A free of the
- * region's newest object gives its room back (a stack-like site reuses its
- * memory as an arena with marks would), and a current block whose count
- * reaches zero starts over.  While the process has one thread the counts
- * are plain loads and stores (apply.c sets g_multi before a second thread
- * exists).
+ * Objects have no header: a region object costs its size rounded to 16
+ * bytes, as in an arena.  Blocks lie in one range of address space
+ * reserved at start-up (a pointer is a region's when it is in the range:
+ * one compare in free), RBLOCK bytes each, aligned to RBLOCK, so that a
+ * free finds its block from the pointer.  A block's header holds its
+ * route, the end of what was handed out in it (top), a bitmap of where
+ * objects start (one bit per 16 bytes: an object's size for realloc and
+ * malloc_usable_size is the distance to the next start, or to top), and a
+ * state word (live objects << 1 | retired): the owner's allocations add 2;
+ * a free subtracts 2 (from any thread); the owner sets the retired bit
+ * when it moves to a new block.  Whoever's operation leaves the word at
+ * exactly 1 (retired, nothing live) gives the block back: one operation
+ * can, so one thread does.  A free of the region's newest object gives
+ * its room back (a stack-like site reuses its memory as an arena with
+ * marks would), and a current block whose count reaches zero starts over.
+ * While the process has one thread the counts are plain loads and stores
+ * (apply.c sets g_multi before a second thread exists).
  *
- * Blocks come from segments of 2 MiB mapped for them and go back to a free
- * list (a mutex: the block path is rare), taken newest first.  A free
- * block keeps its pages until it has waited DECAY_NS unused, as jemalloc's
- * dirty pages decay in 10 s (a program that builds and frees a large structure again
- * and again must not fault its pages in each time: on these machines a
- * page fault costs more than all the allocations on its page); then its
- * pages go back to the system (MADV_DONTNEED) and it waits on a second
- * list, taken after the first. */
+ * The range is made usable a segment of 2 MiB at a time; blocks go back to
+ * a free list (a mutex: the block path is rare), taken newest first.  A
+ * free block keeps its pages until it has waited DECAY_NS unused, as
+ * jemalloc's dirty pages decay in 10 s (a program that builds and frees a
+ * large structure again and again must not fault its pages in each time:
+ * on these machines a page fault costs more than all the allocations on
+ * its page); then its pages go back to the system (MADV_DONTNEED) and it
+ * waits on a second list, taken after the first. */
 #include <pthread.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -32,9 +38,15 @@
 
 #define DECAY_NS (UINT64_C(10) * 1000000000u) /* an unused free block's pages go after this */
 
+uintptr_t g_range_lo;
+size_t g_range_len;
+
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rblock *g_free, *g_free_tail; /* under g_mu: free blocks with their pages, newest first */
 static struct rblock *g_cold;    /* under g_mu: free blocks without */
+static char *g_seg_next, *g_seg_end; /* under g_mu: the segment being carved */
+static char *g_commit;           /* under g_mu: the range's first byte not yet usable */
+static _Atomic uint64_t g_blocks_used, g_blocks_peak;
 
 static uint64_t coarse_ns(void)
 {
@@ -42,22 +54,21 @@ static uint64_t coarse_ns(void)
     clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
-static char *g_seg_next, *g_seg_end; /* under g_mu */
-static _Atomic uint64_t g_blocks_used, g_blocks_peak;
 
-static inline struct rblock *block_of(const void *h)
+int mra_region_init(void)
 {
-    return (struct rblock *)((uintptr_t)h & ~(uintptr_t)(RBLOCK - 1));
-}
-
-static inline uint64_t state_sub2(struct rblock *b)
-{
-    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
-        uint64_t v = atomic_load_explicit(&b->state, memory_order_relaxed) - 2;
-        atomic_store_explicit(&b->state, v, memory_order_relaxed);
-        return v;
+    /* 64 GiB of address space, less where a limit refuses it */
+    for (size_t len = (size_t)64 << 30; len >= ((size_t)1 << 30); len /= 4) {
+        void *m = mmap(NULL, len + SEGMENT, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            continue;
+        uintptr_t a = ((uintptr_t)m + SEGMENT - 1) & ~(uintptr_t)(SEGMENT - 1);
+        g_range_lo = a;
+        g_range_len = len;
+        g_commit = (char *)a;
+        return 0;
     }
-    return atomic_fetch_sub_explicit(&b->state, 2, memory_order_acq_rel) - 2;
+    return -1;
 }
 
 static void block_put(struct rblock *b)
@@ -103,19 +114,11 @@ static struct rblock *block_get(void)
         b = g_cold;
         g_cold = b->next;
     } else {
-        if (g_seg_next == g_seg_end) {
-            size_t len = SEGMENT + RBLOCK;
-            char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (m != MAP_FAILED) {
-                char *a = (char *)(((uintptr_t)m + RBLOCK - 1) & ~(uintptr_t)(RBLOCK - 1));
-                if (a > m)
-                    munmap(m, (size_t)(a - m));
-                size_t tail = (size_t)(m + len - (a + SEGMENT));
-                if (tail)
-                    munmap(a + SEGMENT, tail);
-                g_seg_next = a;
-                g_seg_end = a + SEGMENT;
-            }
+        if (g_seg_next == g_seg_end && g_commit + SEGMENT <= (char *)g_range_lo + g_range_len &&
+            mprotect(g_commit, SEGMENT, PROT_READ | PROT_WRITE) == 0) {
+            g_seg_next = g_commit;
+            g_seg_end = g_commit + SEGMENT;
+            g_commit += SEGMENT;
         }
         if (g_seg_next != g_seg_end) {
             b = (struct rblock *)(void *)g_seg_next;
@@ -148,16 +151,23 @@ static void retire(struct region *r)
         v = atomic_fetch_or_explicit(&b->state, 1u, memory_order_acq_rel);
     }
     r->cur = NULL;
-    r->bump = r->end = NULL;
+    r->bump = r->end = r->last = NULL;
     if (v == 0)
         block_put(b);
+}
+
+static void start_over(struct region *r, struct rblock *b)
+{
+    memset(b->bits, 0, sizeof b->bits);
+    r->bump = (char *)b + RBLOCK_HDR;
+    r->last = NULL;
+    b->top = r->bump;
 }
 
 bool mra_region_refill(struct region *r, unsigned route)
 {
     if (r->cur && atomic_load_explicit(&r->cur->state, memory_order_acquire) == 0) {
-        /* nothing live in it: start over */
-        r->bump = (char *)r->cur + RBLOCK_HDR;
+        start_over(r, r->cur); /* nothing live in it */
         return true;
     }
     retire(r);
@@ -167,37 +177,76 @@ bool mra_region_refill(struct region *r, unsigned route)
     atomic_store_explicit(&b->state, 0, memory_order_relaxed);
     b->route = route;
     r->cur = b;
-    r->bump = (char *)b + RBLOCK_HDR;
     r->end = (char *)b + RBLOCK;
+    start_over(r, b);
     return true;
 }
 
-void mra_region_free(struct ohdr *h, unsigned route, size_t n)
+/* The start of the last object before granule i in b, or NULL. */
+static char *start_before(struct rblock *b, size_t i)
 {
-    struct rblock *b = block_of(h);
-    struct tstate *ts = tls_ts;
-    struct region *r = ts && !ts->dead ? &ts->reg[route] : NULL;
-    h->tag = 0;
-    if (r && r->cur == b && (char *)h + mra_region_room(n) == r->bump)
-        r->bump = (char *)h; /* the newest object: its room back */
-    uint64_t v = state_sub2(b);
+    size_t first = RBLOCK_HDR / 16;
+    while (i > first) {
+        i--;
+        size_t w = i >> 6;
+        uint64_t bits = b->bits[w] & (~UINT64_C(0) >> (63 - (i & 63)));
+        if (bits)
+            return (char *)b + ((w << 6) + 63 - (size_t)__builtin_clzll(bits)) * 16;
+        i = w << 6;
+    }
+    return NULL;
+}
+
+size_t mra_region_size(const void *p)
+{
+    struct rblock *b = mra_region_block(p);
+    size_t i = ((uintptr_t)p - (uintptr_t)b) >> 4;
+    size_t top = ((uintptr_t)b->top - (uintptr_t)b) >> 4;
+    size_t j = i + 1;
+    while (j < top) {
+        uint64_t bits = b->bits[j >> 6] >> (j & 63);
+        if (bits) {
+            j += (size_t)__builtin_ctzll(bits);
+            break;
+        }
+        j = ((j >> 6) + 1) << 6;
+    }
+    if (j > top)
+        j = top;
+    return (j - i) * 16;
+}
+
+/* p the newest object of r (the freeing thread's region of its block):
+ * its room back, then counted; or (p NULL) the count v left by a free:
+ * the block started over (0, r's current) or given back (1). */
+void mra_region_free_slow(struct rblock *b, struct region *r, void *p, uint64_t v)
+{
+    if (p) {
+        size_t i = ((uintptr_t)p - (uintptr_t)b) >> 4;
+        b->bits[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+        r->bump = (char *)p;
+        b->top = r->bump;
+        r->last = start_before(b, i);
+        v = mra_state_sub2(b);
+    }
     if (v == 0 && r && r->cur == b)
-        r->bump = (char *)b + RBLOCK_HDR; /* nothing live: start over */
+        start_over(r, b); /* nothing live: start over */
     else if (v == 1)
         block_put(b);
 }
 
-bool mra_region_grow(void *p, unsigned route, size_t n, size_t m)
+bool mra_region_grow(void *p, size_t m)
 {
-    struct ohdr *h = ohdr_of(p);
+    struct rblock *b = mra_region_block(p);
     struct tstate *ts = tls_ts;
-    if (!ts || ts->dead || m > REGION_MAX)
+    if (!ts || m > REGION_MAX)
         return false;
-    struct region *r = &ts->reg[route];
-    if (r->cur != block_of(h) || (char *)h + mra_region_room(n) != r->bump || (size_t)(r->end - (char *)h) < mra_region_room(m))
+    struct region *r = &ts->reg[b->route];
+    size_t need = mra_region_room(m);
+    if (r->cur != b || (char *)p != r->last || (size_t)(r->end - (char *)p) < need)
         return false;
-    r->bump = (char *)h + mra_region_room(m);
-    h->size_route = (uint64_t)m | (uint64_t)route << SIZE_BITS;
+    r->bump = (char *)p + need;
+    b->top = r->bump;
     return true;
 }
 
@@ -214,11 +263,6 @@ void mra_region_atfork(int stage)
         pthread_mutex_lock(&g_mu);
     else
         pthread_mutex_unlock(&g_mu);
-}
-
-uint64_t mra_region_held(void)
-{
-    return atomic_load_explicit(&g_blocks_used, memory_order_relaxed) * RBLOCK;
 }
 
 uint64_t mra_region_held_peak(void)

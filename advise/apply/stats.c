@@ -8,7 +8,7 @@
  *                           calls, one in CALLS / SAMPLES
  *   held_peak BYTES         the routes' memory at its peak (regions: blocks;
  *                           pools and object pools: their peak held)
- *   route R KIND SITE ALLOCATIONS FREES BYTES FALLBACKS
+ *   route R KIND SITE ALLOCATIONS FALLBACKS
  *
  * (FALLBACKS: allocations of the route's stacks that went to glibc, e.g.
  * a size the route does not serve.) */
@@ -59,16 +59,16 @@ void mra_apply_stats_write(const char *path)
     char line[256];
     int n = snprintf(line, sizeof line, "apply-stats 1\nwalk %u\nident %llu %llu %llu\nheld_peak %llu\n", g_walk,
                      (unsigned long long)atomic_load(&g_ident_ns), (unsigned long long)atomic_load(&g_ident_samples),
-                     (unsigned long long)atomic_load(&g_ident_calls),
-                     (unsigned long long)held);
+                     (unsigned long long)atomic_load(&g_ident_calls), (unsigned long long)held);
     if (write(fd, line, (size_t)n) != n)
         goto out;
     for (unsigned r = 1; r <= g_nroutes; r++) {
         const struct route *rt = &g_routes[r];
-        n = snprintf(line, sizeof line, "route %u %s %u %llu %llu %llu %llu\n", r, kind_name(rt), rt->site,
-                     (unsigned long long)atomic_load(&rt->st.allocations),
-                     (unsigned long long)atomic_load(&rt->st.frees), (unsigned long long)atomic_load(&rt->st.bytes),
-                     (unsigned long long)atomic_load(&rt->st.fallbacks));
+        uint64_t allocations = 0;
+        for (struct tstate *ts = atomic_load(&g_threads); ts; ts = ts->next)
+            allocations += ts->reg[r].allocations;
+        n = snprintf(line, sizeof line, "route %u %s %u %llu %llu\n", r, kind_name(rt), rt->site,
+                     (unsigned long long)allocations, (unsigned long long)atomic_load(&rt->fallbacks));
         if (write(fd, line, (size_t)n) != n)
             goto out;
     }
