@@ -212,7 +212,7 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
         fprintf(f, "module %zu %s\n", i, p->modules[i].path ? p->modules[i].path : "?");
     /* each k-prefix group once (idx is sorted by k-prefix) */
     size_t unplaced = 0;
-    for (size_t t = 0, end; t < n; t = end) {
+    for (size_t t = 0, end; nroutes > 0 && t < n; t = end) {
         end = group_end(idx, n, t);
         uint64_t glost;
         unsigned best = group_route(ps, idx, t, end, &glost);
