@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# advise/tests/apply.sh -- `memres-advise apply` keeps a program's output:
+#
+#   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... -- PROGRAM [ARGS...]
+#
+# records PROGRAM and writes the plan of every site the rules name an
+# allocator for (--plan-candidates, --min-share 0: each kind of route gets
+# exercised, whatever it would save), runs PROGRAM natively and under the
+# plan, and fails unless both print the same on stdout and exit the same,
+# the plan routes something, and (--expect KIND) a route of each KIND was
+# planned and served allocations.  Exit 77 (skipped) when PROGRAM is not
+# installed.
+set -u
+advisor=$1 work=$2
+shift 2
+stdin=/dev/null
+expect=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --stdin) stdin=$2; shift 2 ;;
+    --expect) expect+=("$2"); shift 2 ;;
+    --) shift; break ;;
+    *) echo "apply.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+if ! command -v "$1" >/dev/null 2>&1; then
+  echo "apply.sh: $1 is not installed: skipped"
+  exit 77
+fi
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "apply.sh: FAIL: $*" >&2; exit 1; }
+
+"$advisor" --plan-candidates --plan "$work/plan" --min-share 0 -o "$work/report" -- "$@" \
+  <"$stdin" >"$work/recorded.out" 2>"$work/recorded.err"
+recorded=$?
+[ -s "$work/plan" ] || fail "no plan was written (status $recorded; $work/recorded.err)"
+"$@" <"$stdin" >"$work/native.out" 2>"$work/native.err"
+native=$?
+"$advisor" apply "$work/plan" --stats "$work/stats" -- "$@" <"$stdin" >"$work/applied.out" 2>"$work/applied.err"
+applied=$?
+[ $native -eq $applied ] || fail "exit status $native natively, $applied under the plan ($work/applied.err)"
+[ $recorded -eq $native ] || fail "exit status $native natively, $recorded under the recorder"
+cmp -s "$work/native.out" "$work/applied.out" || fail "stdout differs under the plan: diff $work/native.out $work/applied.out"
+[ -s "$work/stats" ] || fail "the apply runtime wrote no stats ($work/applied.err)"
+routed=$(awk '$1 == "route" { n += $5 } END { print n + 0 }' "$work/stats")
+[ "$routed" -gt 0 ] || fail "the plan routed no allocation ($work/plan, $work/stats)"
+for k in "${expect[@]}"; do
+  n=$(awk -v k="$k" '$1 == "route" && $3 == k { n += $5 } END { print n + 0 }' "$work/stats")
+  [ "$n" -gt 0 ] || fail "no $k route served an allocation ($work/plan, $work/stats)"
+done
+echo "apply.sh: $(basename "$1"): same output and status ($native) under the plan; $routed allocations routed:"
+grep '^route' "$work/stats" | sed 's/^/  /'
+exit 0
