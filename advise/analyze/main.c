@@ -2,24 +2,23 @@
 /* advise/analyze/main.c -- memres-advise, the driver:
  *
  *   memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]
- *                 [--depth N] [--top N] [--wrapper NAME]... -- PROGRAM [ARGS...]
+ *                 [--depth N] [--top N] [--wrapper NAME]... [--plan FILE]
+ *                 [--measure ...] -- PROGRAM [ARGS...]
+ *   memres-advise measure ... -- PROGRAM [ARGS...]
+ *   memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]
  *   memres-advise replay TRACE [--json FILE]
  *
- * Runs PROGRAM (fork + execvp) with the recorder preloaded and the
+ * Runs PROGRAM (run.c: fork + execvp) with the recorder preloaded and the
  * environment of format.h, its stdin, stdout and stderr untouched, and
- * prints nothing before it ends.  While it runs the driver ignores SIGINT
- * and SIGQUIT (as system() does: the terminal sends them to the program)
- * and forwards SIGTERM and SIGHUP to it.  Then it reads the profile,
- * resolves symbols, gets this machine's costs, analyses, writes the
- * reports and the trace's plan, and exits as the program did: its exit
- * status, or its signal raised again with the default action (no core
- * file from the driver), else 128 + the signal.  An exec failure exits 127
- * (not found) or 126 (not executable), like a shell.
+ * prints nothing before it ends.  Then it reads the profile, resolves
+ * symbols, gets this machine's costs, analyses, writes the reports, the
+ * trace's plan and the apply plan (plan.c), measures (measure.c) when
+ * asked, and exits as the program did (run.c's mra_exit_as).  An exec
+ * failure exits 127 (not found) or 126 (not executable), like a shell.
  *
  * The recorder: $MEMRES_ADVISE_RECORDER, else libmemres-advise-recorder.so
- * beside the executable (the build tree), else in ../lib/<multiarch>,
- * ../lib64 or ../lib relative to it (an installed tree moved elsewhere),
- * else in MEMRES_ADVISE_LIBDIR (where it was installed).
+ * found as run.c's mra_find_library says (beside the executable, ../lib,
+ * where it was installed).
  *
  * The driver sits in analyze/ beside the parts it runs (analysis.h); the
  * recorder it preloads is advise/record/. */
@@ -48,7 +47,11 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]\n"
             "                     [--depth N] [--top N] [--min-share PERCENT] [--wrapper NAME]...\n"
+            "                     [--plan FILE] [--plan-candidates]\n"
+            "                     [--measure [--rounds N] [--per-site] [--no-other-mallocs]]\n"
             "                     -- PROGRAM [ARGS...]\n"
+            "       memres-advise measure [options as above] -- PROGRAM [ARGS...]\n"
+            "       memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]\n"
             "       memres-advise replay TRACE [--json FILE]\n"
             "\n"
             "Runs PROGRAM with an allocation recorder preloaded and says which allocation sites\n"
@@ -65,13 +68,24 @@ static void usage(FILE *f)
             "                   own run time (default 2; MEMRES_ADVISE_MIN_SHARE sets the default)\n"
             "  --wrapper NAME   fold NAME as an allocation wrapper (repeatable; NAME* matches a prefix;\n"
             "                   without symbols: MODULE+0xOFFSET as the report shows the frame)\n"
+            "  --plan FILE      write the plan of the recommended sites, for `memres-advise apply`\n"
+            "  --plan-candidates  plan every site the rules name an allocator for (not only the\n"
+            "                   recommended ones)\n"
+            "  --measure        then run PROGRAM --rounds times (default 5) on glibc, under the plan,\n"
+            "                   and on mimalloc and jemalloc where installed (--no-other-mallocs: not),\n"
+            "                   alternating, and report CPU time and peak RSS, paired by round\n"
+            "                   (--per-site: also each planned site alone); PROGRAM's input must be\n"
+            "                   a file or the terminal\n"
             "  --save-profile FILE     keep the recorder's profile (format.h) in FILE\n"
             "  --analyze-profile FILE  run nothing: analyse a profile saved before (for tests)\n"
             "  --help, --version\n"
             "\n"
+            "  apply PLAN       runs PROGRAM with the plan applied (libmemres-advise-apply.so preloaded;\n"
+            "                   --stats FILE: what it routed)\n"
             "  replay TRACE     replays a trace against glibc malloc and the recommended memres plan\n"
             "\n"
-            "Environment: MEMRES_ADVISE_RECORDER (the recorder library), TMPDIR,\n"
+            "Environment: MEMRES_ADVISE_RECORDER (the recorder library), MEMRES_ADVISE_APPLY_LIB\n"
+            "(the apply runtime), MEMRES_ADVISE_ZEROCOST (a zero-cost malloc for measure), TMPDIR,\n"
             "XDG_CACHE_HOME (the cached costs of this machine), MEMRES_ADVISE_RECALIBRATE=1,\n"
             "MEMRES_ADVISE_COSTS=FILE (costs from FILE, a cache file, instead of this machine's),\n"
             "MEMRES_ADVISE_MIN_SHARE=PERCENT (--min-share's default).\n"

@@ -8,7 +8,9 @@
  *   measure: after the recorded run and its plan, the program is run in
  *   rounds, each round once on glibc, once under the plan and once on each
  *   other malloc found (Debian's mimalloc and jemalloc, preloaded), in an
- *   order that alternates from round to round; with --per-site also once
+ *   order that alternates from round to round (and, when
+ *   MEMRES_ADVISE_ZEROCOST names tests/zerocost.c's library, over a malloc
+ *   whose free does nothing: the limit); with --per-site also once
  *   under each planned site's plan alone.  Each run's user + system time
  *   and peak RSS come from wait4; a variant's figures are the medians over
  *   the rounds of its ratio to the glibc run of the same round (paired:
@@ -29,7 +31,7 @@
 
 #include "analysis.h"
 
-#define MAX_VARIANTS (3 + MRA_PLANNED_MAX)
+#define MAX_VARIANTS (4 + MRA_PLANNED_MAX)
 
 struct variant {
     char name[64];
@@ -180,6 +182,12 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     if (jep) {
         snprintf(vs[nv].name, sizeof vs[0].name, "jemalloc");
         vs[nv++].preload = jep;
+    }
+    /* the yardstick: a malloc whose free does nothing (tests/zerocost.c) */
+    const char *zc = getenv("MEMRES_ADVISE_ZEROCOST");
+    if (zc && *zc && access(zc, R_OK) == 0) {
+        snprintf(vs[nv].name, sizeof vs[0].name, "zero-cost limit");
+        vs[nv++].preload = zc;
     }
     unsigned first_site = nv;
     if (o->per_site && pl->n > 1)

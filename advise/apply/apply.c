@@ -27,8 +27,8 @@
 #include "apply.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define CALLER() ((uintptr_t)__builtin_return_address(0))
-#define CALLER_CFA() ((uintptr_t)__builtin_frame_address(0) + 16u)
+#define CALLER MRA_CALLER
+#define CALLER_CFA MRA_CALLER_CFA
 
 bool g_active;
 _Atomic int g_multi;
@@ -340,20 +340,7 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
     return q;
 }
 
-EXPORT void *realloc(void *p, size_t n)
-{
-    return do_realloc(p, n, CALLER(), CALLER_CFA());
-}
-
-EXPORT void *reallocarray(void *p, size_t a, size_t b)
-{
-    size_t n;
-    if (__builtin_mul_overflow(a, b, &n)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    return do_realloc(p, n, CALLER(), CALLER_CFA());
-}
+MRA_DEFINE_REALLOCS(EXPORT, do_realloc)
 
 EXPORT size_t malloc_usable_size(void *p)
 {
@@ -366,20 +353,6 @@ EXPORT size_t malloc_usable_size(void *p)
 }
 
 /* ---- start-up and exit ---- */
-
-static void env_take(const char *name, char *dst, size_t cap, bool *present)
-{
-    const char *v = getenv(name);
-    *present = v != NULL;
-    dst[0] = 0;
-    if (v) {
-        size_t n = strlen(v);
-        if (n >= cap)
-            n = cap - 1;
-        memcpy(dst, v, n);
-        dst[n] = 0;
-    }
-}
 
 static void atfork_prepare(void)
 {
@@ -431,9 +404,9 @@ __attribute__((constructor(101))) static void apply_init(void)
     int e = errno;
     bool have_plan, have_preload, have_stats;
     char plan[4096], preload[4096];
-    env_take("MEMRES_ADVISE_PLAN", plan, sizeof plan, &have_plan);
-    env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
-    env_take("MEMRES_ADVISE_APPLY_STATS", g_stats_path, sizeof g_stats_path, &have_stats);
+    mra_env_take("MEMRES_ADVISE_PLAN", plan, sizeof plan, &have_plan);
+    mra_env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
+    mra_env_take("MEMRES_ADVISE_APPLY_STATS", g_stats_path, sizeof g_stats_path, &have_stats);
     unsetenv("MEMRES_ADVISE_PLAN");
     unsetenv("MEMRES_ADVISE_PRELOAD");
     unsetenv("MEMRES_ADVISE_APPLY_STATS");
@@ -443,19 +416,8 @@ __attribute__((constructor(101))) static void apply_init(void)
         else
             unsetenv("LD_PRELOAD");
     }
-    {
-        void *sym = dlsym(RTLD_NEXT, "malloc_usable_size");
-        if (sym)
-            memcpy(&real_usable, &sym, sizeof sym);
-    }
-    const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
-    uint64_t sec = now_ns() ^ (uint64_t)getpid() << 32;
-    if (rnd) {
-        uint64_t r[2];
-        memcpy(r, rnd, sizeof r);
-        sec ^= r[0] ^ mra_mix64(r[1]);
-    }
-    g_secret = mra_mix64(sec) | 1u;
+    real_usable = mra_next_usable();
+    g_secret = mra_secret();
     g_clock_cost = UINT64_MAX;
     for (int i = 0; i < 64; i++) {
         uint64_t t0 = now_ns(), d = now_ns() - t0;

@@ -36,13 +36,8 @@
 #include <memres/objpool.h>
 #include <memres/pools.h>
 
+#include "preload.h"
 #include "walk.h"
-
-extern void *__libc_malloc(size_t n);
-extern void __libc_free(void *p);
-extern void *__libc_calloc(size_t a, size_t b);
-extern void *__libc_realloc(void *p, size_t n);
-extern void *__libc_memalign(size_t align, size_t n);
 
 #pragma GCC visibility push(hidden)
 
@@ -154,12 +149,7 @@ static inline void *ohdr_set(void *h, size_t n, unsigned route)
 
 static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
 {
-    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
-        uint64_t v = atomic_load_explicit(a, memory_order_relaxed) + d;
-        atomic_store_explicit(a, v, memory_order_relaxed);
-        return v;
-    }
-    return atomic_fetch_add_explicit(a, d, memory_order_relaxed) + d;
+    return mra_cnt_add(a, d, &g_multi);
 }
 
 /* ---- the other files ---- */

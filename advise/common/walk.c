@@ -95,17 +95,24 @@ static uint32_t ucoll_code(const struct ucoll *u, unsigned i)
     return u->signal ? MRA_FS_VAR : MRA_FS_END;
 }
 
+/* libgcc's unwinder from here into u: the frames from the caller of the
+ * allocation function (return address ra, the function's CFA cfa) on. */
+static void ucoll_run(struct ucoll *u, uintptr_t ra, uintptr_t cfa, unsigned depth)
+{
+    memset(u, 0, sizeof *u);
+    u->ra = ra;
+    u->cfa0 = cfa;
+    u->depth = depth;
+    _Unwind_Backtrace(ucb, u);
+}
+
 /* Unwinds with libgcc from here, keeps the frames from the caller of
  * malloc (return address ra) on, teaches the frame-size table. */
 unsigned mra_unwind_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth,
                           bool learn)
 {
     struct ucoll u;
-    memset(&u, 0, sizeof u);
-    u.ra = ra;
-    u.cfa0 = cfa;
-    u.depth = depth;
-    _Unwind_Backtrace(ucb, &u);
+    ucoll_run(&u, ra, cfa, depth);
     if (!u.started || u.n == 0) {
         fr[0] = ra - 1;
         return 1;
@@ -125,11 +132,7 @@ unsigned mra_verify_stack(uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned n,
                           unsigned depth)
 {
     struct ucoll u;
-    memset(&u, 0, sizeof u);
-    u.ra = ra;
-    u.cfa0 = cfa;
-    u.depth = depth;
-    _Unwind_Backtrace(ucb, &u);
+    ucoll_run(&u, ra, cfa, depth);
     if (!u.started || u.n == 0)
         return n;
     for (unsigned i = 0; i < u.n; i++) {

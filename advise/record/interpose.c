@@ -7,8 +7,8 @@
  * hands the recorded ones to record.c. */
 #include "hot.h"
 
-#define CALLER() ((uintptr_t)__builtin_return_address(0))
-#define CALLER_CFA() ((uintptr_t)__builtin_frame_address(0) + 16u)
+#define CALLER MRA_CALLER
+#define CALLER_CFA MRA_CALLER_CFA
 
 static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
 {
@@ -154,20 +154,7 @@ EXPORT void *calloc(size_t a, size_t b)
     return mrr_rec_alloc(n, 0, true, CALLER(), CALLER_CFA());
 }
 
-EXPORT void *realloc(void *p, size_t n)
-{
-    return do_realloc(p, n, CALLER(), CALLER_CFA());
-}
-
-EXPORT void *reallocarray(void *p, size_t a, size_t b)
-{
-    size_t n;
-    if (__builtin_mul_overflow(a, b, &n)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    return do_realloc(p, n, CALLER(), CALLER_CFA());
-}
+MRA_DEFINE_REALLOCS(EXPORT, do_realloc)
 
 EXPORT void *memalign(size_t align, size_t n)
 {

@@ -88,15 +88,10 @@
 #include "clock.h"
 #include "format.h"
 #include "site_stats.h"
+#include "preload.h"
 #include "walk.h"
 
-/* ---- glibc's allocator (exported by glibc 2.36 at GLIBC_2.2.5) ---- */
-
-extern void *__libc_malloc(size_t n);
-extern void __libc_free(void *p);
-extern void *__libc_calloc(size_t a, size_t b);
-extern void *__libc_realloc(void *p, size_t n);
-extern void *__libc_memalign(size_t align, size_t n);
+/* glibc's allocator: common/preload.h */
 
 /* The recorder's own declarations hidden too (not only its definitions,
  * which -fvisibility=hidden covers): its state and its slow paths are
@@ -435,12 +430,7 @@ static inline size_t gsite_bytes(void)
 /* counters: plain loads and stores until a second thread records */
 static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
 {
-    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
-        uint64_t v = atomic_load_explicit(a, memory_order_relaxed) + d;
-        atomic_store_explicit(a, v, memory_order_relaxed);
-        return v;
-    }
-    return atomic_fetch_add_explicit(a, d, memory_order_relaxed) + d;
+    return mra_cnt_add(a, d, &g_multi);
 }
 
 static inline void cnt_max(_Atomic uint64_t *a, uint64_t v)

@@ -22,20 +22,6 @@ static _Unwind_Reason_Code noop_cb(struct _Unwind_Context *ctx, void *arg)
     return _URC_NO_REASON;
 }
 
-static void env_take(const char *name, char *dst, size_t cap, bool *present)
-{
-    const char *v = getenv(name);
-    *present = v != NULL;
-    dst[0] = 0;
-    if (v) {
-        size_t n = strlen(v);
-        if (n >= cap)
-            n = cap - 1;
-        memcpy(dst, v, n);
-        dst[n] = 0;
-    }
-}
-
 static void env_clean(void)
 {
     char name[128];
@@ -70,11 +56,11 @@ __attribute__((constructor(101))) static void rec_init(void)
         g_pagesize = (size_t)ps;
     bool have_prof, have_depth, have_trace, have_preload, have_stack;
     char depth[32], preload[4096], stack[32];
-    env_take("MEMRES_ADVISE_PROFILE", g_profile, sizeof g_profile, &have_prof);
-    env_take("MEMRES_ADVISE_DEPTH", depth, sizeof depth, &have_depth);
-    env_take("MEMRES_ADVISE_TRACE", g_trace_path, sizeof g_trace_path, &have_trace);
-    env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
-    env_take("MEMRES_ADVISE_STACK", stack, sizeof stack, &have_stack); /* for measurements */
+    mra_env_take("MEMRES_ADVISE_PROFILE", g_profile, sizeof g_profile, &have_prof);
+    mra_env_take("MEMRES_ADVISE_DEPTH", depth, sizeof depth, &have_depth);
+    mra_env_take("MEMRES_ADVISE_TRACE", g_trace_path, sizeof g_trace_path, &have_trace);
+    mra_env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
+    mra_env_take("MEMRES_ADVISE_STACK", stack, sizeof stack, &have_stack); /* for measurements */
     env_clean();
     /* LD_PRELOAD as it was before the driver: set (possibly to "") when
      * the driver passed it, unset when it did not */
@@ -101,19 +87,8 @@ __attribute__((constructor(101))) static void rec_init(void)
         else if (strcmp(stack, "ra") == 0)
             g_stack_mode = STACK_RA;
     }
-    const uint64_t *rnd = (const uint64_t *)getauxval(AT_RANDOM);
-    uint64_t sec = mra_mono_ns() ^ (uint64_t)getpid() << 32;
-    if (rnd) {
-        uint64_t r[2];
-        memcpy(r, rnd, sizeof r);
-        sec ^= r[0] ^ mix64(r[1]);
-    }
-    g_secret = mix64(sec) | 1u;
-    {
-        void *sym = dlsym(RTLD_NEXT, "malloc_usable_size");
-        if (sym)
-            memcpy(&g_usable, &sym, sizeof sym);
-    }
+    g_secret = mra_secret();
+    g_usable = mra_next_usable();
     ssize_t n = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     g_exe[n > 0 ? (size_t)n : 0] = 0;
     g_slots = mrr_imap(sizeof(uint32_t) << SLOT_BITS);

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# advise/tests/measure-table.sh -- `memres-advise measure` on the known-answer
+# programs and on real programs from Debian's archive, one table:
+#
+#   bash advise/tests/measure-table.sh BUILD [ROUNDS] > table.md
+#
+# BUILD is a build directory of the project (memres-advise, the apply
+# runtime, the known-answer programs and the zero-cost yardstick built in
+# it).  For each program: the plan of the recommended sites, or, where
+# nothing is recommended, of every site the rules name (--plan-candidates,
+# marked *); what the report predicted for it, what measure measured (CPU
+# time saved against glibc, median of ROUNDS paired rounds, default 5, with
+# the lowest and highest round's ratio), what the zero-cost limit saves in
+# the same rounds, and the plan's peak RSS over glibc's.  Real programs
+# that are not installed are skipped: lua5.4, sqlite3, xmllint
+# (libxml2-utils) and jq, on inputs the script makes in a private folder.
+set -u
+build=$(cd "$1" && pwd)
+rounds=${2:-5}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+adv=$build/advise/memres-advise
+kat=$build/advise/tests
+export MEMRES_ADVISE_ZEROCOST=$kat/libmemres-zerocost.so
+export MEMRES_ADVISE_APPLY_LIB=$build/advise/libmemres-advise-apply.so
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# inputs for the real programs
+python3 - "$work" <<'EOF'
+import json, sys
+d = sys.argv[1]
+items = [{"id": i, "name": "item%d" % i, "tags": ["t%d" % (i % 17), "u%d" % (i % 5)], "price": i * 0.25,
+          "nested": {"a": i, "b": [1, 2, 3], "c": "x" * (i % 30)}} for i in range(100000)]
+open(d + "/doc.json", "w").write(json.dumps(items))
+with open(d + "/doc.xml", "w") as f:
+    f.write('<?xml version="1.0"?>\n<catalog>\n')
+    for i in range(100000):
+        f.write('<item id="%d" kind="k%d"><name>item %d</name><tags><t>a%d</t><t>b%d</t></tags>'
+                '<price cur="EUR">%d.25</price><desc>%s</desc></item>\n'
+                % (i, i % 13, i, i % 7, i % 11, i, "lorem ipsum " * (i % 8)))
+    f.write('</catalog>\n')
+EOF
+printf 'CREATE TABLE params(n INTEGER);\nINSERT INTO params VALUES(1000);\n.read %s\n' \
+  "$root/integrations/sqlite/tests/workload.sql" >"$work/sqlite.sql"
+
+echo "| program | plan | predicted | measured (lowest-highest round) | zero-cost limit | peak RSS / glibc |"
+echo "|---|---|---|---|---|---|"
+row() {
+  local name=$1 input=$2
+  shift 2
+  command -v "$1" >/dev/null 2>&1 || { echo "| $name | not installed | | | | |"; return; }
+  local rep=$work/report mode=""
+  "$adv" measure --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
+  if grep -q "the plan routes no site" "$rep"; then
+    mode="*"
+    "$adv" measure --plan-candidates --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
+  fi
+  awk -v name="$name" -v mode="$mode" '
+    /^  memres \(the plan\)/ { ratio = $5; spread = $6; saved = $7
+                                for (i = 1; i <= NF; i++) if ($i == "MiB") rss = $(i + 1) }
+    /^  zero-cost limit/ { zratio = $4; zsaved = $6 }
+    /^  the plan:/ { sites = $3; for (i = 1; i <= NF; i++) if ($i == "predicted") pred = $(i + 1) }
+    END {
+      if (ratio == "") { printf "| %s | no plan run | | | | |\n", name; exit }
+      printf "| %s | %s site%s%s | %s ms | %s ms = %.1f%% %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
+             pred, saved, 100 * (1 - ratio), spread, zsaved == "" ? "-" : zsaved " ms = " sprintf("%.1f%%", 100 * (1 - zratio)), rss
+    }' "$rep"
+}
+row "kat_trees 18" /dev/null "$kat/kat_trees" malloc 18
+row "kat_objects 2000000" /dev/null "$kat/kat_objects" malloc 2000000
+row "kat_churn 10000000" /dev/null "$kat/kat_churn" malloc 10000000
+row "kat_mixed 10000000" /dev/null "$kat/kat_mixed" malloc 10000000
+row "kat_stack 20000" /dev/null "$kat/kat_stack" malloc 20000
+row "kat_threads 4000000" /dev/null "$kat/kat_threads" malloc 4000000
+row "kat_request 100000" /dev/null "$kat/kat_request" malloc 100000
+[ -x "$kat/kat_cxx" ] && row "kat_cxx 10000000" /dev/null "$kat/kat_cxx" malloc 10000000
+row "lua5.4 bench.lua 20" /dev/null lua5.4 "$root/integrations/lua/tests/bench.lua" 20
+row "sqlite3 workload" "$work/sqlite.sql" sqlite3 :memory:
+row "xmllint --noout (34 MB)" /dev/null xmllint --noout "$work/doc.xml"
+row "jq length (14 MB)" /dev/null jq length "$work/doc.json"
