@@ -10,7 +10,8 @@
 #      pkg-config, and the integrations' consumer (integrations/consumer/)
 #      with find_package(memres COMPONENTS lua sqlite) and pkg-config
 #      memres-lua / memres-sqlite; all run; the installed memres-advise
-#      runs sort(1) and reports, its output unchanged;
+#      runs sort(1) and reports, its output unchanged, and applies its plan
+#      to sort(1), the output again unchanged;
 #   3. apt-get remove of the packages (also when a step failed);
 #   4. memres consumed from source by add_subdirectory and by FetchContent
 #      (tests/subproject/), built and run.
@@ -72,11 +73,16 @@ if [ "${MEMRES_PACKAGE_NO_INSTALL:-0}" != 1 ]; then
     echo "== package: the installed memres-advise runs a program (sort) and reports"
     seq 200000 | shuf --random-source=<(yes) >"$scratch/numbers"
     env -u MEMRES_ADVISE_RECORDER XDG_CACHE_HOME="$scratch/cache" /usr/bin/memres-advise \
-      -o "$scratch/advise.txt" --json "$scratch/advise.json" -- sort -n "$scratch/numbers" >"$scratch/sorted"
+      -o "$scratch/advise.txt" --json "$scratch/advise.json" --plan-candidates --plan "$scratch/plan" \
+      -- sort -n "$scratch/numbers" >"$scratch/sorted"
     sort -n "$scratch/numbers" | cmp - "$scratch/sorted"
     grep -q '^== memres-advise: ' "$scratch/advise.txt"
     grep -q '"version": 1' "$scratch/advise.json"
     sed -n '2p' "$scratch/advise.txt" | sed 's/^/  /'
+    echo "== package: the installed memres-advise applies its plan to the same program"
+    env -u MEMRES_ADVISE_APPLY_LIB /usr/bin/memres-advise apply "$scratch/plan" --stats "$scratch/stats" \
+      -- sort -n "$scratch/numbers" | cmp - "$scratch/sorted"
+    grep -q '^apply-stats 1' "$scratch/stats"
   fi
   remove
   trap - EXIT
