@@ -459,7 +459,7 @@ int main(int argc, char **argv)
         /* no program: the analysis of a saved profile */
         struct run fr = { .profile = (char *)(uintptr_t)from_profile };
         int rc = analyse_and_report(&fr, &o, report, json, svg, trace, from_profile, plan,
-                                    measure ? &planned : NULL);
+                                    &planned);
         free(wrappers);
         return rc == 0 ? 0 : 1;
     }
@@ -516,7 +516,7 @@ int main(int argc, char **argv)
     }
     if (measure)
         planned.dir = r.dir;
-    int arc = analyse_and_report(&r, &o, report, json, svg, trace_abs, argv[i], plan, measure ? &planned : NULL);
+    int arc = analyse_and_report(&r, &o, report, json, svg, trace_abs, argv[i], plan, &planned);
     if (measure && arc == 0 && WIFEXITED(r.status)) {
         lseek(0, 0, SEEK_SET);
         FILE *mf = report ? fopen(report, "a") : stderr;
