@@ -412,10 +412,10 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
         jnum(o, share(st->remote_frees, st->frees));
         fprintf(o,
                 ", \"reallocs\": %llu, \"realloc_moves\": %llu, \"realloc_chain_max\": %llu, \"aligned\": %llu, "
-                "\"alloc_threads\": %llu,\n     \"recommendation\": \"%s\", \"thread_safe\": %s, \"pattern\": \"%s\", "
-                "\"reason\": ",
+                "\"alloc_threads\": %llu,\n     \"recommendation\": \"%s\", \"candidate\": \"%s\", "
+                "\"thread_safe\": %s, \"pattern\": \"%s\", \"reason\": ",
                 U(st->reallocs), U(st->realloc_moves), U(st->realloc_chain_max), U(st->aligned),
-                U(st->alloc_threads), mra_rec_name(s->rec), s->thread_safe ? "true" : "false",
+                U(st->alloc_threads), mra_rec_name(s->rec), mra_rec_name(s->candidate), s->thread_safe ? "true" : "false",
                 s->pattern < MRA_PATTERNS ? patname[s->pattern] : "random");
         jstr(o, s->reason);
         fprintf(o, ",\n     \"glibc_ns\": %llu, \"glibc_samples\": %llu, \"predicted_saving_ns\": ",
