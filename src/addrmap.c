@@ -4,15 +4,20 @@
  * Open addressing with linear probing; a removed entry leaves a deleted
  * slot that lookups step over and a rebuild drops.  The map is rebuilt at
  * twice the live entries (at least 16 slots) when live and deleted slots
- * would fill three quarters of it, so a probe sequence stays short.
+ * would fill three quarters of it, so a probe sequence stays short.  Its
+ * memory is whole pages from the OS (os.c), apart from malloc's heap, so
+ * the heap's layout -- what a use after free of upstream memory hits -- is
+ * the same in every build.
  */
 #include "addrmap.h"
 
 #include <string.h>
 
+#include "os.h"
+
 #define DELETED SIZE_MAX
 
-/* What a map that malloc refused points at: lost, never freed. */
+/* What a map that the OS refused points at: lost, never unmapped. */
 static struct mri_addrmap lost_map = {.lost = true};
 
 static unsigned level_of(size_t bytes)
@@ -37,7 +42,19 @@ static void put(struct mri_addrmap *m, const struct mri_addrmap_slot *e)
     m->live++;
 }
 
-/* Room in *m for two more entries; false (*m lost) when malloc refuses. */
+/* The bytes a map of cap slots maps. */
+static size_t map_bytes(size_t cap)
+{
+    return mri_align_up_nocheck(sizeof(struct mri_addrmap) + cap * sizeof(struct mri_addrmap_slot), mri_os_page_size());
+}
+
+static void unmap(struct mri_addrmap *m)
+{
+    if (m != NULL && m != &lost_map)
+        mri_os_unmap(m, map_bytes(m->cap));
+}
+
+/* Room in *m for two more entries; false (*m lost) when the OS refuses. */
 static bool reserve(struct mri_addrmap **mp)
 {
     struct mri_addrmap *old = *mp;
@@ -46,7 +63,10 @@ static bool reserve(struct mri_addrmap **mp)
     size_t live = old != NULL ? old->live : 0, cap = 16;
     while (cap < (live + 2) * 2)
         cap *= 2;
-    struct mri_addrmap *m = calloc(1, sizeof *m + cap * sizeof m->slots[0]);
+    const size_t bytes = map_bytes(cap);
+    while (map_bytes(cap * 2) == bytes) /* the rest of the last page */
+        cap *= 2;
+    struct mri_addrmap *m = mri_os_map(bytes, mri_os_page_size()); /* zeroed */
     if (m == NULL) {
         mri_addrmap_clear(mp);
         *mp = &lost_map;
@@ -59,7 +79,7 @@ static bool reserve(struct mri_addrmap **mp)
         for (size_t i = 0; i < old->cap; i++)
             if (old->slots[i].bytes != 0 && old->slots[i].bytes != DELETED)
                 put(m, &old->slots[i]);
-        free(old);
+        unmap(old);
     }
     *mp = m;
     return true;
@@ -106,8 +126,7 @@ void mri_addrmap_remove(struct mri_addrmap *m, uintptr_t base, size_t bytes)
 
 void mri_addrmap_clear(struct mri_addrmap **mp)
 {
-    if (*mp != &lost_map)
-        free(*mp);
+    unmap(*mp);
     *mp = NULL;
 }
 

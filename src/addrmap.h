@@ -14,10 +14,10 @@
  * bytes), so a lookup costs O(levels in use), whatever the number of
  * ranges.
  *
- * The table comes from malloc, not from the owner's upstream: held, the
- * upstream's calls and the fault sweeps' failure points are the same in
- * every build.  When malloc refuses, the map is lost: it says "unknown"
- * from then on (no false report) until cleared.  Callers hold the owner's
+ * The table is pages from the OS, not memory from the owner's upstream:
+ * held, the upstream's calls and the fault sweeps' failure points are the
+ * same in every build.  When the OS refuses, the map is lost: it says
+ * "unknown" from then on (no false report) until cleared.  Callers hold the owner's
  * lock, if any, across every call.
  */
 #ifndef MEMRES_ADDRMAP_H
@@ -36,7 +36,7 @@ struct mri_addrmap_slot {
     unsigned level;
 };
 
-/* The map, from malloc; its owner keeps a pointer, NULL while empty (one
+/* The map, in pages from the OS; its owner keeps a pointer, NULL while empty (one
  * word in the owner, in every build). */
 struct mri_addrmap {
     size_t cap;                     /* slots: a power of two */
@@ -44,7 +44,7 @@ struct mri_addrmap {
     size_t live;                    /* slots in use */
     uint64_t levels;                /* bit L: a range of level L is entered */
     uint32_t at_level[64];          /* ranges entered at each level */
-    bool lost;                      /* malloc refused: lookups say unknown */
+    bool lost;                      /* the OS refused: lookups say unknown */
     struct mri_addrmap_slot slots[];
 };
 

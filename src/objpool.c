@@ -423,6 +423,8 @@ static void release(mr_objpool *p)
         mri_tc_reset(p->tc, true);
         return;
     }
+    if (MRI_ADDRMAP)
+        mri_addrmap_clear(&p->map);
     for (size_t i = 0; i < p->nblocks; i++) {
         mri_track_unpoison(p->blocks[i], p->block_bytes);
         give_back(p, p->blocks[i], p->block_bytes, p->align);
@@ -431,8 +433,6 @@ static void release(mr_objpool *p)
         give_back(p, p->blocks, p->cap * LINK, LINK_ALIGN);
     p->blocks = NULL;
     p->nblocks = p->used = p->cap = 0;
-    if (MRI_ADDRMAP)
-        mri_addrmap_clear(&p->map);
     p->hot.free = NULL;
     p->hot.ptr = p->hot.end = 0;
     p->hot.frees = p->hot.allocations;
