@@ -3,8 +3,9 @@
  *
  * Open addressing with linear probing; a removed entry leaves a deleted
  * slot that lookups step over and a rebuild drops.  The map is rebuilt at
- * twice the live entries (at least 16 slots) when live and deleted slots
- * would fill three quarters of it, so a probe sequence stays short.  Its
+ * four times the live entries (at least 16 slots) when live and deleted
+ * slots would fill half of it, so a probe sequence stays short, also one
+ * that ends empty-handed (a level that does not hold the address).  Its
  * memory is whole pages from the OS (os.c), apart from malloc's heap, so
  * the heap's layout -- what a use after free of upstream memory hits -- is
  * the same in every build.
@@ -58,10 +59,10 @@ static void unmap(struct mri_addrmap *m)
 static bool reserve(struct mri_addrmap **mp)
 {
     struct mri_addrmap *old = *mp;
-    if (old != NULL && (old->used + 2) * 4 <= old->cap * 3)
+    if (old != NULL && (old->used + 2) * 2 <= old->cap)
         return true;
     size_t live = old != NULL ? old->live : 0, cap = 16;
-    while (cap < (live + 2) * 2)
+    while (cap < (live + 2) * 4)
         cap *= 2;
     const size_t bytes = map_bytes(cap);
     while (map_bytes(cap * 2) == bytes) /* the rest of the last page */
@@ -132,12 +133,17 @@ void mri_addrmap_clear(struct mri_addrmap **mp)
 
 const struct mri_addrmap_slot *mri_addrmap_find(const struct mri_addrmap *m, uintptr_t a)
 {
-    for (uint64_t lv = m != NULL ? m->levels : 0; lv != 0; lv &= lv - 1) {
-        unsigned level = (unsigned)__builtin_ctzll(lv);
-        uintptr_t granule = a >> level;
-        for (size_t i = slot_of(m, granule, level); m->slots[i].bytes != 0; i = (i + 1) & (m->cap - 1)) {
+    /* the highest level first: the chunks of a class double in size, so
+     * most blocks are in its largest ones */
+    for (uint64_t lv = m != NULL ? m->levels : 0; lv != 0;) {
+        const unsigned level = 63u - (unsigned)__builtin_clzll(lv);
+        const uintptr_t granule = a >> level;
+        lv &= ~((uint64_t)1 << level);
+        for (size_t i = slot_of(m, granule, level);; i = (i + 1) & (m->cap - 1)) {
             const struct mri_addrmap_slot *e = &m->slots[i];
-            if (e->bytes != DELETED && e->granule == granule && e->level == level && a - e->base < e->bytes)
+            if (e->bytes == 0)
+                break;
+            if (a - e->base < e->bytes && e->granule == granule && e->level == level && e->bytes != DELETED)
                 return e;
         }
     }
