@@ -15,6 +15,11 @@
  * the calls drop it while the upstream runs (an upstream may take locks of
  * its own) and count the request in flight meanwhile (mri_ledger_reserve).
  *
+ * The address map (addrmap.h, builds without NDEBUG): a chunk's blocks
+ * are entered when it is made and removed when it goes back, under the
+ * owner's lock, so the owner's check at the free finds a block's chunk and
+ * block size from its address alone.
+ *
  * Invariants (mri_chunks_verify), with `listed` the records the owner's
  * classes (and anything else of the owner) hold:
  *   listed + spare == records handed out from the pages

@@ -62,7 +62,9 @@
  * (the resource view accepts smaller ones and hands out a whole object),
  * returning single blocks upstream before release (a block is free only when
  * all its objects are, which the pool does not track: that would cost a
- * per-block count on every free).
+ * per-block count on every free).  Freeing what is no object of the pool
+ * corrupts it; code built without NDEBUG has that reported at the free
+ * (mri_objpool_free_ok: the blocks' address map, addrmap.h).
  */
 #include <string.h>
 

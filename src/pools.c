@@ -60,7 +60,9 @@
  * are the engine's (tsafe.c); their blocks are at least two words.
  *
  * Not supported: freeing with a size or alignment other than the
- * allocation's (undefined; mr_pools_check finds some of it).
+ * allocation's (undefined; mr_pools_check finds some of it, and code built
+ * without NDEBUG has it reported at the free when it names another class:
+ * mri_pools_free_ok, the chunks' address map, addrmap.h).
  */
 #include <string.h>
 
