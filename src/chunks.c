@@ -108,7 +108,7 @@ static void rec_untake(struct mri_chunks *c, struct mri_chunk *r, struct mri_rec
     c->spare = r;
 }
 
-struct mri_chunk *mri_chunk_new(struct mri_chunks *c, size_t bytes, size_t blocks, size_t align)
+struct mri_chunk *mri_chunk_new(struct mri_chunks *c, size_t bytes, size_t blocks, size_t size, size_t align)
 {
     struct mri_rec_page *fresh;
     struct mri_chunk *r = rec_take(c, &fresh);
@@ -131,11 +131,15 @@ struct mri_chunk *mri_chunk_new(struct mri_chunks *c, size_t bytes, size_t block
     MR_ASSERT_INTERNAL(base - (uintptr_t)raw <= pad);
     mri_track_poison((void *)base, bytes);
     *r = (struct mri_chunk){NULL, base, bytes, blocks, NULL, (uint32_t)pad, (uint32_t)(base - (uintptr_t)raw)};
+    if (MRI_ADDRMAP)
+        mri_addrmap_add(&c->map, base, bytes, size);
     return r;
 }
 
 void mri_chunk_free(struct mri_chunks *c, struct mri_chunk *r, size_t align)
 {
+    if (MRI_ADDRMAP)
+        mri_addrmap_remove(c->map, r->base, r->bytes);
     mri_track_unpoison((void *)r->base, r->bytes);
     mri_chunks_up_deallocate(c, (void *)(r->base - r->off), r->bytes + r->pad, r->pad != 0 ? MRI_MAX_ALIGN : align);
     r->next = c->spare;
@@ -152,6 +156,8 @@ void mri_chunks_release(struct mri_chunks *c)
     c->npages = 0;
     c->ptr = c->end = 0;
     c->spare = NULL;
+    if (MRI_ADDRMAP)
+        mri_addrmap_clear(&c->map);
 }
 
 size_t mri_chunks_handed_out(const struct mri_chunks *c)

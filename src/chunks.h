@@ -15,6 +15,11 @@
  * the calls drop it while the upstream runs (an upstream may take locks of
  * its own) and count the request in flight meanwhile (mri_ledger_reserve).
  *
+ * The address map (addrmap.h, builds without NDEBUG): a chunk's blocks
+ * are entered when it is made and removed when it goes back, under the
+ * owner's lock, so the owner's check at the free finds a block's chunk and
+ * block size from its address alone.
+ *
  * Invariants (mri_chunks_verify), with `listed` the records the owner's
  * classes (and anything else of the owner) hold:
  *   listed + spare == records handed out from the pages
@@ -23,6 +28,7 @@
 #ifndef MEMRES_CHUNKS_H
 #define MEMRES_CHUNKS_H
 
+#include "addrmap.h"
 #include "internal.h"
 #include "ledger.h"
 #include "lock.h"
@@ -62,6 +68,8 @@ struct mri_chunks {
     size_t npages;
     uintptr_t ptr, end;      /* free records of the newest page */
     struct mri_chunk *spare; /* records of chunks given back, for reuse */
+    struct mri_addrmap *map; /* MRI_ADDRMAP: every chunk's blocks (and the owner's
+                                direct blocks), for the check at the free */
 };
 
 /* The chunk rule's sizes: a class's first chunk holds about
@@ -99,14 +107,14 @@ void *mri_chunks_up_allocate(struct mri_chunks *c, size_t size, size_t align);
 /* Gives p (from mri_chunks_up_allocate) back. */
 void mri_chunks_up_deallocate(struct mri_chunks *c, void *p, size_t size, size_t align);
 
-/* A new chunk of `blocks` blocks in `bytes` bytes aligned to align, with its
- * record (next NULL, cls NULL), poisoned.  All or nothing: NULL with errno
- * and nothing held on failure. */
-struct mri_chunk *mri_chunk_new(struct mri_chunks *c, size_t bytes, size_t blocks, size_t align);
+/* A new chunk of `blocks` blocks of `size` bytes in `bytes` bytes aligned to
+ * align, with its record (next NULL, cls NULL), poisoned, its blocks in the
+ * map.  All or nothing: NULL with errno and nothing held on failure. */
+struct mri_chunk *mri_chunk_new(struct mri_chunks *c, size_t bytes, size_t blocks, size_t size, size_t align);
 /* Gives chunk r back upstream; its record is kept for the next chunk. */
 void mri_chunk_free(struct mri_chunks *c, struct mri_chunk *r, size_t align);
-/* Gives the record pages back (the owner gave every chunk back first and
- * forgets their records). */
+/* Gives the record pages back and empties the map (the owner gave every
+ * chunk back first and forgets their records). */
 void mri_chunks_release(struct mri_chunks *c);
 
 /* Records handed out from the pages (listed by the owner or spare). */

@@ -64,6 +64,8 @@ MR_NOINLINE void *mri_direct_alloc(mr_pools *p, size_t size, size_t align)
     p->direct_bytes += size;
     p->direct_allocations++;
     p->taken += total;
+    if (MRI_ADDRMAP)
+        mri_addrmap_add(&mri_pools_up(p)->map, (uintptr_t)(h + 1), size != 0 ? size : 1, 0);
     mri_pools_unlock(p);
     if (p->tc == NULL)
         mri_pools_after_take(p);
@@ -88,6 +90,8 @@ MR_NOINLINE void mri_direct_free(mr_pools *p, void *ptr, size_t size, size_t ali
     }
     h->prev->next = h->next;
     h->next->prev = h->prev;
+    if (MRI_ADDRMAP)
+        mri_addrmap_remove(mri_pools_up(p)->map, (uintptr_t)ptr, size != 0 ? size : 1);
     p->direct_count--;
     p->direct_bytes -= size;
     mri_chunks_up_deallocate(mri_pools_up(p), (char *)ptr - pad, total, direct_align(align));
@@ -102,6 +106,8 @@ void mri_direct_release_all(mr_pools *p)
         struct mri_direct *next = h->next;
         size_t pad, total;
         (void)layout(h->size, h->align, &pad, &total); /* held it once: fits */
+        if (MRI_ADDRMAP)
+            mri_addrmap_remove(mri_pools_up(p)->map, (uintptr_t)(h + 1), h->size != 0 ? h->size : 1);
         mri_chunks_up_deallocate(mri_pools_up(p), (char *)(h + 1) - pad, total, direct_align(h->align));
         h = next;
     }

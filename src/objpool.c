@@ -62,10 +62,13 @@
  * (the resource view accepts smaller ones and hands out a whole object),
  * returning single blocks upstream before release (a block is free only when
  * all its objects are, which the pool does not track: that would cost a
- * per-block count on every free).
+ * per-block count on every free).  Freeing what is no object of the pool
+ * corrupts it; code built without NDEBUG has that reported at the free
+ * (mri_objpool_free_ok: the blocks' address map, addrmap.h).
  */
 #include <string.h>
 
+#include "addrmap.h"
 #include "internal.h"
 #include "ledger.h"
 #include "memres/objpool.h"
@@ -94,6 +97,8 @@ struct mr_objpool {
     struct mri_tc *tc;     /* thread_safe: the thread caches, one class (tsafe.c);
                               blocks/directory unused */
     struct mri_walk walk;  /* MR_DEBUG 3: when the next walk is due */
+    struct mri_addrmap *map; /* MRI_ADDRMAP: the blocks, for the check at the free
+                               (thread-safe: the engine's chunks have theirs) */
     mr_node node;          /* in the tree of lifetimes (thread-safe: its tree lock
                               follows the engine in the header block) */
 };
@@ -153,6 +158,8 @@ static bool add_block(mr_objpool *p)
         p->cap = ncap;
     }
     p->blocks[p->nblocks++] = b;
+    if (MRI_ADDRMAP)
+        mri_addrmap_add(&p->map, (uintptr_t)b, p->block_bytes, p->hot.size);
     return true;
 }
 
@@ -317,6 +324,30 @@ static MR_NOINLINE bool freed_twice(mr_objpool *p, const void *obj)
     return false;
 }
 
+/* The check at the free of code built without NDEBUG (MR_FREE_CHECK,
+ * config.h): obj must be an object boundary in one of the pool's blocks
+ * (the map says in O(1)).  A bad free is reported and refused.  A library
+ * built with NDEBUG keeps no map: always true. */
+MR_API MR_NOINLINE bool mri_objpool_free_ok(mr_objpool *p, void *obj)
+{
+    if (!MRI_ADDRMAP || p == NULL || obj == NULL)
+        return true; /* the free's own checks */
+    enum mri_free_verdict v;
+    if (p->tc != NULL) {
+        mri_tc_lock(p->tc);
+        v = mri_addrmap_check(p->tc->chunks.map, obj, p->tc->classes[0].size);
+        mri_tc_unlock(p->tc);
+    } else {
+        v = mri_addrmap_check(p->map, obj, p->hot.size);
+    }
+    if (MR_LIKELY(v == MRI_FREE_OK))
+        return true;
+    mri_misuse(v == MRI_FREE_INTERIOR ? "mr_objpool_free: not the start of an object"
+                                      : "mr_objpool_free: not an object of this pool",
+               obj, __FILE__, __LINE__, __func__);
+    return false;
+}
+
 /* Reached from callers built with ASan, and for a suspected double free. */
 MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
 {
@@ -394,6 +425,8 @@ static void release(mr_objpool *p)
         mri_tc_reset(p->tc, true);
         return;
     }
+    if (MRI_ADDRMAP)
+        mri_addrmap_clear(&p->map);
     for (size_t i = 0; i < p->nblocks; i++) {
         mri_track_unpoison(p->blocks[i], p->block_bytes);
         give_back(p, p->blocks[i], p->block_bytes, p->align);

@@ -60,7 +60,9 @@
  * are the engine's (tsafe.c); their blocks are at least two words.
  *
  * Not supported: freeing with a size or alignment other than the
- * allocation's (undefined; mr_pools_check finds some of it).
+ * allocation's (undefined; mr_pools_check finds some of it, and code built
+ * without NDEBUG has it reported at the free when it names another class:
+ * mri_pools_free_ok, the chunks' address map, addrmap.h).
  */
 #include <string.h>
 
@@ -148,7 +150,7 @@ static MR_NOINLINE bool class_refill(mr_pools *p, struct mri_pools_class *c)
         size_t bytes;
         if (!mri_chunk_layout(s, &n, cap, true, &bytes))
             return false;
-        r = mri_chunk_new(&p->chunks, bytes, n, mri_pools_class_align(s));
+        r = mri_chunk_new(&p->chunks, bytes, n, s, mri_pools_class_align(s));
         if (r == NULL)
             return false;
         if (cur != NULL)
@@ -262,6 +264,34 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
     c->free = ptr;
     c->frees++;
     MRI_WALK(p, mri_pools_walk);
+}
+
+/* The check at the free of code built without NDEBUG (MR_FREE_CHECK,
+ * config.h): ptr must be a block boundary in a chunk of the class that
+ * size and align name, or a direct block when they name none (the map of
+ * the chunks and direct blocks says in O(1)).  A bad free is reported and
+ * refused.  A library built with NDEBUG keeps no map: always true. */
+static const char *const free_verdicts[] = {
+    [MRI_FREE_OK] = "",
+    [MRI_FREE_FOREIGN] = "mr_pools_free: not a block of this pool",
+    [MRI_FREE_OTHER_CLASS] = "mr_pools_free: the size or alignment is of another class than the block's",
+    [MRI_FREE_SINGLE] = "mr_pools_free: a direct block freed with a pooled size",
+    [MRI_FREE_INTERIOR] = "mr_pools_free: not the start of a block",
+};
+
+MR_API MR_NOINLINE bool mri_pools_free_ok(mr_pools *p, void *ptr, size_t size, size_t align)
+{
+    size_t i;
+    if (!MRI_ADDRMAP || p == NULL || ptr == NULL || !mri_is_pow2(align))
+        return true; /* the free's own checks */
+    const size_t expect = pooled(p, size, align, &i) ? mri_pools_size_of(p, i) : 0; /* 0: direct */
+    mri_pools_lock(p);
+    enum mri_free_verdict v = mri_addrmap_check(mri_pools_up(p)->map, ptr, expect);
+    mri_pools_unlock(p);
+    if (MR_LIKELY(v == MRI_FREE_OK))
+        return true;
+    mri_misuse(free_verdicts[v], ptr, __FILE__, __LINE__, __func__);
+    return false;
 }
 
 /* Reached when the inline path cannot keep the block: classes differ, a

@@ -289,7 +289,7 @@ static struct mri_chunk *chunk_new(struct mri_tc *t, struct mri_tc_class *cls, s
     if (!mri_chunk_layout(cls->size, &n, cls->max_blocks, cls->round, &bytes))
         return NULL;
     mri_lock_take(&t->mu);
-    struct mri_chunk *r = mri_chunk_new(&t->chunks, bytes, n, cls->align);
+    struct mri_chunk *r = mri_chunk_new(&t->chunks, bytes, n, cls->size, cls->align);
     if (r != NULL) {
         r->cls = cls;
         r->next = t->pending;

@@ -119,9 +119,13 @@ static inline int mri_clzll_fallback(unsigned long long x)
  * the mark there already leaves the block to the library, which walks that
  * free list (then only) and reports a block found on it -- a double free --
  * to the violation handler (resource.h), in every build of the library:
- * glibc's tcache key, for memres.  Blocks of one word are not checked.  It
- * costs a load, a compare and a store a free and a store an allocation, so
- * release builds (NDEBUG) leave it out; define it to 0 or 1 to choose. */
+ * glibc's tcache key, for memres.  Blocks of one word are not checked.
+ * The inline frees also call the library first, which finds the block's
+ * chunk from its address (a map a library built without NDEBUG keeps) and
+ * reports a pointer the pool did not hand out, or a size of another class,
+ * and the free is ignored.  It costs a call and a lookup a free, and a
+ * store an allocation, so release builds (NDEBUG) leave it out; define it
+ * to 0 or 1 to choose. */
 #ifndef MR_FREE_CHECK
 #  ifdef NDEBUG
 #    define MR_FREE_CHECK 0

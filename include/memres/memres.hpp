@@ -156,6 +156,8 @@ inline void *pools_allocate(mr_pools *p, std::size_t bytes, std::size_t align)
 
 inline void pools_deallocate(mr_pools *p, void *q, std::size_t bytes, std::size_t align) noexcept
 {
+    if (MR_FREE_CHECK && !mri_pools_free_ok(p, q, bytes, align))
+        return; /* reported */
     if (MR_LIKELY(align <= 16))
         mri_pools_free_in(p, q, bytes, align, align - 1);
     else

@@ -121,9 +121,14 @@ static inline void *mr_objpool_alloc(mr_objpool *p)
  * object twice or one from elsewhere corrupts the pool (mr_objpool_check
  * finds it; ASan builds report the use after free that follows); code
  * built without NDEBUG reports an object freed twice to the violation
- * handler and ignores the second free (MR_FREE_CHECK, config.h). */
+ * handler and ignores the second free (MR_FREE_CHECK, config.h).  Code built
+ * without NDEBUG also reports, at the free, a pointer the pool did not hand
+ * out, and ignores that free: the pool finds the object's block from its
+ * address in O(1). */
 static inline void mr_objpool_free(mr_objpool *p, void *obj)
 {
+    if (MR_FREE_CHECK && !mri_objpool_free_ok(p, obj))
+        return; /* reported */
 #if !MR_CHECKED
     if (MR_LIKELY(mri_objpool_put(p, obj)))
         return;

@@ -159,9 +159,15 @@ static inline void *mr_pools_alloc(mr_pools *p, size_t size, size_t align)
  * (mr_pools_check finds most of it; ASan builds report the use after free
  * that follows); code built without NDEBUG reports a pooled block freed
  * twice to the violation handler and ignores the second free
- * (MR_FREE_CHECK, config.h).  Inline, no call in the common case: a push. */
+ * (MR_FREE_CHECK, config.h).  Code built without NDEBUG also reports, at
+ * the free, a pointer the pool did not hand out and a size of another class
+ * (a direct block freed with a pooled size too), and ignores that free:
+ * the pool finds the block's chunk from its address in O(1).  Inline, no
+ * call in the common case: a push. */
 static inline void mr_pools_free(mr_pools *p, void *ptr, size_t size, size_t align)
 {
+    if (MR_FREE_CHECK && !mri_pools_free_ok(p, ptr, size, align))
+        return; /* reported */
     if (MR_LIKELY(MRI_POOLS_ALIGN_OK(align)))
         mri_pools_free_in(p, ptr, size, align, mri_pools_xbits(align));
     else

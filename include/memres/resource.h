@@ -128,10 +128,14 @@ MR_API mr_resource *mr_set_default_resource(mr_resource *r);
  *                      size or alignment, a misaligned block put, a
  *                      deallocation of the wrong size through a resource
  *                      view, a bad alignment given to mr_deallocate;
+ *   code built without NDEBUG (MR_FREE_CHECK, config.h): at the free of an
+ *                      object pool or size-class pool, a block freed twice,
+ *                      a pointer the pool did not hand out, a size of
+ *                      another class -- reported and the free ignored;
  *   mr_<object>_check  double frees and foreign pointers on the free lists
- *                      of object pools and pooled size classes (a walk: no
- *                      allocator checks them on the free path, which stays
- *                      a handful of instructions);
+ *                      of object pools and pooled size classes (a walk: a
+ *                      release build checks nothing on the free path, which
+ *                      stays a handful of instructions);
  *   ASan, Valgrind     (builds with MEMRES_SANITIZE=address or
  *                      MEMRES_VALGRIND=ON) every use of memory after its
  *                      free, rewind, reset, release or put, and writes past

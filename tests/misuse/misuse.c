@@ -240,6 +240,21 @@ static void pools_foreign_pointer(void)
     mr_pools_destroy(p);
 }
 
+/* malloc's memory freed into the pool: the next allocation returns it. */
+static void pools_malloc_pointer(void)
+{
+    mr_pools *p = must(mr_pools_create(NULL), "pools");
+    void *m = must(malloc(64), "malloc");
+    (void)must(mr_pools_alloc(p, 24, 8), "alloc");
+    mr_pools_free(p, m, 24, 8);
+    walk(mr_pools_check(p), "mr_pools_check");
+    void *x = mr_pools_alloc(p, 24, 8); /* m, unless the free was refused */
+    if (x != NULL)
+        touch_write(x, 24);
+    mr_pools_destroy(p);
+    free(m);
+}
+
 static void pools_other_pools_block(void)
 {
     mr_pools *p = must(mr_pools_create(NULL), "pools");
@@ -373,6 +388,16 @@ static void pools_direct_foreign_pointer(void)
     mr_pools_free(p, FOREIGN, DIRECT, 8); /* the 32 bytes before it are zero */
     walk(mr_pools_check(p), "mr_pools_check");
     mr_pools_destroy(p);
+}
+
+/* A direct block freed with a pooled size: it goes on that class's list. */
+static void pools_direct_freed_as_pooled(void)
+{
+    mr_pools *p = must(mr_pools_create(NULL), "pools");
+    void *d = must(mr_pools_alloc(p, DIRECT, 8), "alloc");
+    mr_pools_free(p, d, 200, 8);
+    walk(mr_pools_check(p), "mr_pools_check");
+    mr_pools_destroy(p); /* gives d back: still a direct block */
 }
 
 /* ---- arena ---- */
@@ -902,10 +927,12 @@ static void tree_destroy_shared_node(void)
 /* The headers' words, one line each (the runner finds their line). */
 #define OBJPOOL_WALKER {P_WALKER, "objpool.h", "object twice or one from elsewhere corrupts the pool (mr_objpool_check"}
 #define OBJPOOL_FREE_CHECK {P_DEBUG, "objpool.h", "built without NDEBUG reports an object freed twice to the violation"}
+#define OBJPOOL_AT_FREE {P_DEBUG, "objpool.h", "without NDEBUG also reports, at the free, a pointer the pool did not hand"}
 #define OBJPOOL_UAF_AFTER {P_ASAN, "objpool.h", "finds it; ASan builds report the use after free that follows"}
 #define OBJPOOL_POISON {P_ASAN | P_VALGRIND, "objpool.h", "poisons free objects: use after free or reset is reported."}
 #define POOLS_WALKER {P_WALKER, "pools.h", "(mr_pools_check finds most of it; ASan builds report the use after free"}
 #define POOLS_FREE_CHECK {P_DEBUG, "pools.h", "that follows); code built without NDEBUG reports a pooled block freed"}
+#define POOLS_AT_FREE {P_DEBUG, "pools.h", "the free, a pointer the pool did not hand out and a size of another class"}
 #define POOLS_UAF_AFTER {P_ASAN, "pools.h", "(mr_pools_check finds most of it; ASan builds report the use after free"}
 #define POOLS_POISON {P_ASAN | P_VALGRIND, "pools.h", "its block: use after free or reset, and overflow into the class rounding,"}
 #define ARENA_MARKS {P_DEBUG, "arena.h", "debug builds (MR_DEBUG >= 1) report these to the violation handler"}
@@ -929,9 +956,9 @@ static const struct mcase cases[] = {
     {"objpool_free_after_reset", objpool_free_after_reset, "mr_objpool_free of an object from before mr_objpool_reset",
      {OBJPOOL_POISON, NONE, NONE}},
     {"objpool_foreign_pointer", objpool_foreign_pointer, "mr_objpool_free of memory the pool never gave",
-     {OBJPOOL_WALKER, NONE, NONE}},
+     {OBJPOOL_WALKER, OBJPOOL_AT_FREE, NONE}},
     {"objpool_other_pools_object", objpool_other_pools_object, "mr_objpool_free of another pool's object",
-     {OBJPOOL_WALKER, NONE, NONE}},
+     {OBJPOOL_WALKER, OBJPOOL_AT_FREE, NONE}},
     {"objpool_write_after_free", objpool_write_after_free, "write to an object after mr_objpool_free",
      {OBJPOOL_POISON, NONE, NONE}},
     {"objpool_read_after_free", objpool_read_after_free, "read of an object after mr_objpool_free",
@@ -948,15 +975,17 @@ static const struct mcase cases[] = {
     {"pools_free_after_reset", pools_free_after_reset, "mr_pools_free of a block from before mr_pools_reset",
      {POOLS_POISON, NONE, NONE}},
     {"pools_foreign_pointer", pools_foreign_pointer, "mr_pools_free of memory the pool never gave (pooled size)",
-     {POOLS_WALKER, NONE, NONE}},
+     {POOLS_WALKER, POOLS_AT_FREE, NONE}},
+    {"pools_malloc_pointer", pools_malloc_pointer, "mr_pools_free of malloc's memory, then reuse",
+     {POOLS_WALKER, POOLS_AT_FREE, NONE}},
     {"pools_other_pools_block", pools_other_pools_block, "mr_pools_free of another pool's block",
-     {POOLS_WALKER, NONE, NONE}},
+     {POOLS_WALKER, POOLS_AT_FREE, NONE}},
     {"pools_free_larger_size", pools_free_larger_size, "mr_pools_free with a larger size (another class), then reuse",
-     {POOLS_WALKER, NONE, NONE}},
+     {POOLS_WALKER, POOLS_AT_FREE, NONE}},
     {"pools_free_smaller_size", pools_free_smaller_size, "mr_pools_free with a smaller size (another class)",
-     {POOLS_WALKER, NONE, NONE}},
+     {POOLS_WALKER, POOLS_AT_FREE, NONE}},
     {"pools_free_wrong_alignment", pools_free_wrong_alignment, "mr_pools_free with a smaller alignment (another class)",
-     {POOLS_WALKER, NONE, NONE}},
+     {POOLS_WALKER, POOLS_AT_FREE, NONE}},
     {"pools_free_bad_alignment", pools_free_bad_alignment, "mr_pools_free with alignment 3", {NONE, NONE, NONE}},
     {"pools_overflow_into_rounding", pools_overflow_into_rounding,
      "write past the size asked for, into the class rounding", {POOLS_POISON, NONE, NONE}},
@@ -973,7 +1002,9 @@ static const struct mcase cases[] = {
     {"pools_direct_wrong_alignment", pools_direct_wrong_alignment,
      "mr_pools_free of a direct block with the wrong alignment", {NONE, NONE, NONE}},
     {"pools_direct_foreign_pointer", pools_direct_foreign_pointer,
-     "mr_pools_free of memory the pool never gave (direct size)", {NONE, NONE, NONE}},
+     "mr_pools_free of memory the pool never gave (direct size)", {POOLS_AT_FREE, NONE, NONE}},
+    {"pools_direct_freed_as_pooled", pools_direct_freed_as_pooled, "mr_pools_free of a direct block with a pooled size",
+     {POOLS_WALKER, POOLS_AT_FREE, NONE}},
 
     {"arena_write_after_rewind", arena_write_after_rewind, "write to arena memory after mr_arena_rewind",
      {CHECKED_MARKS, NONE, NONE}},

@@ -26,6 +26,11 @@ typedef struct mr_objpool mr_objpool;
  * with errno = ENOMEM. */
 MR_API MR_NOINLINE void *mri_objpool_alloc_slow(mr_objpool *p);
 MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj);
+/* The check at the free of code built without NDEBUG (MR_FREE_CHECK): true
+ * when obj may be freed (an object of the pool, or NULL); else the misuse
+ * is reported to the violation handler and the free must not go on.  O(1).
+ * Always true in a library built with NDEBUG. */
+MR_API MR_NOINLINE bool mri_objpool_free_ok(mr_objpool *p, void *obj);
 
 /* The fields the inline paths read, first in struct mr_objpool.
  * Invariant: ptr and end lie in the current block (ptr == end == 0 before

@@ -36,6 +36,12 @@ MR_API MR_NOINLINE void mri_pools_free_slow(mr_pools *p, void *ptr, size_t size,
 MR_API MR_NOINLINE void *mri_pools_realloc_slow(mr_pools *p, void *ptr, size_t old_size, size_t new_size,
                                                 size_t align);
 MR_API MR_NOINLINE size_t mri_pools_block_size_slow(const mr_pools *p, size_t size, size_t align);
+/* The check at the free of code built without NDEBUG (MR_FREE_CHECK): true
+ * when ptr may be freed with size and align (a block of the pool, of the
+ * class they name, or a direct block when they name none; NULL too); else
+ * the misuse is reported to the violation handler and the free must not
+ * go on.  O(1).  Always true in a library built with NDEBUG. */
+MR_API MR_NOINLINE bool mri_pools_free_ok(mr_pools *p, void *ptr, size_t size, size_t align);
 
 /* The class a request of size bytes with alignment align takes on the
  * inline paths of p, for mri_pools_class_take / mri_pools_class_put; NULL
