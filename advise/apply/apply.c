@@ -4,7 +4,8 @@
  *
  * malloc, calloc and realloc(NULL, n) identify their caller's stack and
  * route it; free, realloc, reallocarray and malloc_usable_size tell their
- * own objects by the header's tag and pass every other pointer to glibc.
+ * own objects -- a region's by its address (region.c's reserved range), a
+ * pool's by its header's tag -- and pass every other pointer to glibc.
  * The aligned family (posix_memalign, aligned_alloc, memalign, valloc,
  * pvalloc) is not interposed: glibc's objects, which free passes on.
  *

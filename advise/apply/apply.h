@@ -9,18 +9,20 @@
  *     the planned stacks' first frames: an allocation from anywhere else
  *     costs one look-up), then the plan's walk of K frames with the
  *     recorder's walker (common/walk.h) and a hash of them;
- *   - objects: a 16-byte header below the user's pointer, its size and
- *     route, and a tag (a keyed hash of the address with the top bit set:
- *     a glibc chunk's size field, the word below a glibc pointer, never has
- *     it), so that free, realloc and malloc_usable_size know their own;
- *   - routes: size-class pools and object pools are memres's, thread-safe
- *     (any thread may free); an arena is a *site region* (region.c): per
- *     thread, bump allocation in 64 KiB blocks aligned to their size, each
- *     block counting its live objects; a free only counts (and gives back
- *     the newest object's room: a stack-like site reuses its memory as an
- *     arena with marks would), and a block whose count reaches zero is
- *     reused or given back: the reap pattern, so that a program that frees
- *     a burst object by object gets an arena's allocation cost unchanged;
+ *   - routes: an arena is a *site region* (region.c): per thread, bump
+ *     allocation in 64 KiB blocks aligned to their size in one reserved
+ *     range of address space (a region's object is known by its address
+ *     and has no header), each block counting its live objects; a free
+ *     only counts (and gives back the newest object's room: a stack-like
+ *     site reuses its memory as an arena with marks would), and a block
+ *     whose count reaches zero is reused or given back: the reap pattern,
+ *     so that a program that frees a burst object by object gets an
+ *     arena's allocation cost unchanged; size-class pools and object pools
+ *     are memres's, thread-safe (any thread may free), their objects with a
+ *     16-byte header below the user's pointer: size, route, and a tag (the
+ *     address and a per-process secret, the top bit set: a glibc chunk's
+ *     size field, the word below a glibc pointer, never has it), so that
+ *     free, realloc and malloc_usable_size know their own;
  *   - what it did, at exit, to $MEMRES_ADVISE_APPLY_STATS (stats.c).
  *
  * Its files share this header; everything but the malloc family is hidden.
