@@ -128,10 +128,11 @@ static int run_variant(char **argv, struct variant *v, const char *apply_lib, in
 }
 
 /* The apply runtime's stats file: ident ns per call and the routes' peak. */
-static void read_stats(const char *path, double *ident_ns, double *held_peak, uint64_t *routed)
+static void read_stats(const char *path, unsigned *walk, double *ident_ns, double *held_peak, uint64_t *routed)
 {
     *ident_ns = *held_peak = 0;
     *routed = 0;
+    *walk = 1;
     FILE *f = fopen(path, "r");
     if (!f)
         return;
@@ -140,6 +141,8 @@ static void read_stats(const char *path, double *ident_ns, double *held_peak, ui
         unsigned long long a, b, e;
         unsigned r, site;
         char kind[32];
+        if (sscanf(line, "walk %u", walk) == 1)
+            continue;
         if (sscanf(line, "ident %llu %llu %llu", &a, &b, &e) == 3 && b > 0)
             *ident_ns = (double)a / (double)b;
         else if (sscanf(line, "held_peak %llu", &a) == 1)
@@ -270,13 +273,19 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         }
         double ident, held;
         uint64_t routed;
-        read_stats(vs[1].stats, &ident, &held, &routed);
+        unsigned walk;
+        read_stats(vs[1].stats, &walk, &ident, &held, &routed);
         double ratio = median(vs[1].ratio, vs[1].runs, NULL, NULL);
         fprintf(f, "\n  the plan: %zu site%s, predicted %.1f ms, measured %.1f ms (%.1f%% of glibc's run)\n", pl->n,
                 pl->n == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
-        fprintf(f, "  routed %llu allocations; identifying a call's site cost %.1f ns (sampled); the routes held "
-                   "%.1f MiB at their peak\n",
-                (unsigned long long)routed, ident, held / 1048576.0);
+        char id[96];
+        if (walk > 1)
+            snprintf(id, sizeof id, "a walk of %u frames to identify a call's site cost %.1f ns (sampled)", walk,
+                     ident);
+        else
+            snprintf(id, sizeof id, "each call's site known by its first frame (one look-up)");
+        fprintf(f, "  routed %llu allocations; %s; the routes held %.1f MiB at their peak\n",
+                (unsigned long long)routed, id, held / 1048576.0);
         if (first_site < nv) {
             fprintf(f, "\n  per site (its plan alone):\n");
             for (unsigned i = first_site; i < nv; i++) {

@@ -8,7 +8,10 @@
  * frames with the same walker (common/walk.h), but only as deep as it must:
  * the plan's `walk K` is the least depth at which the routes of the
  * profile's raw stacks are told apart: two raw stacks whose first K frames
- * are equal have routes of the same kind ("none" counting as one).  Where
+ * are equal have routes of the same kind ("none" counting as one, and a
+ * stack that is not planned counting as what the rules named for its site,
+ * so that an arena candidate below the 2% rule may share an arena's
+ * prefix), within 1% of the planned allocations.  Where
  * routes of one kind share a K-prefix (a recursive builder's sites, told
  * apart only by how deep the recursion was), the prefix goes to the one
  * that allocated most.  Stacks whose kinds still differ at the recorded
@@ -35,7 +38,8 @@ struct pstack {
     const uint64_t *fr;
     unsigned n;
     unsigned route;              /* 0: glibc */
-    enum mra_rec kind;           /* the route's */
+    enum mra_rec kind;           /* the route's; unplanned: its site's candidate (an arena
+                                    candidate's objects may share an arena route's prefix) */
     uint64_t allocations;
 };
 
@@ -83,7 +87,7 @@ static unsigned group_route(const struct pstack *ps, const size_t *idx, size_t t
     unsigned best = 0;
     uint64_t most = 0;
     for (size_t u = t; u < end; u++) {
-        if (ps[idx[u]].kind != kind)
+        if (ps[idx[u]].kind != kind || ps[idx[u]].route == 0)
             continue;
         uint64_t sum = 0;
         for (size_t v = t; v < end; v++)
@@ -139,13 +143,16 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
     struct pstack *ps = calloc(n ? n : 1, sizeof *ps);
     size_t *idx = calloc(n ? n : 1, sizeof *idx);
     unsigned *route_of_id = NULL;
+    enum mra_rec *cand_of_id = NULL;
     enum mra_rec *kind_of_route = calloc(a->nsites + 1, sizeof *kind_of_route);
     uint32_t maxid = 0;
     for (size_t i = 0; i < n; i++)
         if (p->sites[i].s.id > maxid)
             maxid = p->sites[i].s.id;
     route_of_id = calloc((size_t)maxid + 1, sizeof *route_of_id);
-    if (!ps || !idx || !route_of_id || !kind_of_route) {
+    cand_of_id = calloc((size_t)maxid + 1, sizeof *cand_of_id);
+    if (!ps || !idx || !route_of_id || !kind_of_route || !cand_of_id) {
+        free(cand_of_id);
         free(kind_of_route);
         free(ps);
         free(idx);
@@ -159,6 +166,10 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
                                         : "the recommended sites");
     /* the routes: one per planned site */
     unsigned nroutes = 0;
+    for (size_t i = 0; i < a->nsites; i++)
+        for (size_t r = 0; r < a->sites[i].nraw; r++)
+            if (a->sites[i].raw_ids[r] <= maxid)
+                cand_of_id[a->sites[i].raw_ids[r]] = a->sites[i].candidate;
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
         enum mra_rec k = plan_kind(s, mode);
@@ -176,32 +187,29 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
         ps[i].fr = p->sites[i].frames;
         ps[i].n = p->sites[i].s.nframes < depth ? p->sites[i].s.nframes : depth;
         ps[i].route = route_of_id[p->sites[i].s.id];
-        ps[i].kind = kind_of_route[ps[i].route];
+        ps[i].kind = ps[i].route ? kind_of_route[ps[i].route] : cand_of_id[p->sites[i].s.id];
         ps[i].allocations = p->sites[i].s.allocations;
         idx[i] = i;
     }
-    /* the least depth that tells the routes apart: at which at most 1% of
-     * the planned allocations would go to another kind of allocator than
-     * their site's (or the depth that misroutes least) */
+    /* the least depth that tells the routes apart: at which the allocations
+     * that would go to another kind of allocator than their site's are at
+     * most 1% of the planned allocations more than at the depth that
+     * misroutes least (each frame walked costs every planned call) */
     unsigned k = 1;
     uint64_t planned = 0;
     for (size_t i = 0; i < n; i++)
         if (ps[i].route)
             planned += ps[i].allocations;
     uint64_t lost = 0;
-    if (nroutes > 0) {
-        unsigned best_k = 1;
-        uint64_t best = UINT64_MAX;
-        for (k = 1; k <= depth; k++) {
-            lost = misrouted_at(ps, idx, n, k);
-            if (lost < best) {
-                best = lost;
-                best_k = k;
-            }
-            if (lost * 100 <= planned)
-                break;
+    if (nroutes > 0 && depth > 0) {
+        uint64_t lost_at[MRA_MAX_DEPTH + 1], best = UINT64_MAX;
+        for (k = 1; k <= depth && k <= MRA_MAX_DEPTH; k++) {
+            lost_at[k] = misrouted_at(ps, idx, n, k);
+            if (lost_at[k] < best)
+                best = lost_at[k];
         }
-        k = k > depth ? best_k : k;
+        for (k = 1; lost_at[k] > best + planned / 100; k++) {
+        }
         lost = misrouted_at(ps, idx, n, k);
     }
     fprintf(f, "walk %u\n", k);
@@ -240,6 +248,7 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
     }
     if (unplaced)
         fprintf(f, "# %zu routed stacks have a frame in no module (JIT code?): they stay on glibc\n", unplaced);
+    free(cand_of_id);
     free(kind_of_route);
     free(ps);
     free(idx);
