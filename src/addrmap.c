@@ -131,21 +131,29 @@ void mri_addrmap_clear(struct mri_addrmap **mp)
     *mp = NULL;
 }
 
+/* The range of `level` that holds a, or NULL. */
+static const struct mri_addrmap_slot *find_at(const struct mri_addrmap *m, uintptr_t a, unsigned level)
+{
+    const uintptr_t granule = a >> level;
+    for (size_t i = slot_of(m, granule, level);; i = (i + 1) & (m->cap - 1)) {
+        const struct mri_addrmap_slot *e = &m->slots[i];
+        if (e->bytes == 0)
+            return NULL;
+        if (a - e->base < e->bytes && e->granule == granule && e->level == level && e->bytes != DELETED)
+            return e;
+    }
+}
+
 const struct mri_addrmap_slot *mri_addrmap_find(const struct mri_addrmap *m, uintptr_t a)
 {
     /* the highest level first: the chunks of a class double in size, so
      * most blocks are in its largest ones */
     for (uint64_t lv = m != NULL ? m->levels : 0; lv != 0;) {
         const unsigned level = 63u - (unsigned)__builtin_clzll(lv);
-        const uintptr_t granule = a >> level;
         lv &= ~((uint64_t)1 << level);
-        for (size_t i = slot_of(m, granule, level);; i = (i + 1) & (m->cap - 1)) {
-            const struct mri_addrmap_slot *e = &m->slots[i];
-            if (e->bytes == 0)
-                break;
-            if (a - e->base < e->bytes && e->granule == granule && e->level == level && e->bytes != DELETED)
-                return e;
-        }
+        const struct mri_addrmap_slot *e = find_at(m, a, level);
+        if (e != NULL)
+            return e;
     }
     return NULL;
 }
@@ -154,6 +162,14 @@ enum mri_free_verdict mri_addrmap_check(const struct mri_addrmap *m, const void 
 {
     if (m != NULL && m->lost)
         return MRI_FREE_OK;
+    /* a block of 0 bytes (entered as 1 byte, at level 0) ends where the next
+     * allocation may begin: the pointer of a direct block of size 0 can be
+     * the first byte of the range after it */
+    if (size == 0 && m != NULL && (m->levels & 1u)) {
+        const struct mri_addrmap_slot *z = find_at(m, (uintptr_t)ptr, 0);
+        if (z != NULL && z->size == 0 && z->base == (uintptr_t)ptr)
+            return MRI_FREE_OK;
+    }
     const struct mri_addrmap_slot *e = mri_addrmap_find(m, (uintptr_t)ptr);
     if (e == NULL)
         return MRI_FREE_FOREIGN;
