@@ -85,6 +85,40 @@ static void print_frame(FILE *o, const struct mra_frame *f)
         fprintf(o, "0x%llx (no module)", (unsigned long long)f->addr);
 }
 
+/* Line `line` of file, its leading blanks dropped, cut to cap - 1
+ * bytes: true, or false where the file cannot be read or is shorter. */
+static bool source_line(const char *file, unsigned line, char *buf, size_t cap)
+{
+    FILE *f = line ? fopen(file, "r") : NULL;
+    if (!f)
+        return false;
+    char text[4096];
+    unsigned n = 0;
+    bool found = false;
+    while (fgets(text, sizeof text, f)) {
+        size_t len = strlen(text);
+        bool whole = len > 0 && text[len - 1] == '\n';
+        if (++n == line) {
+            const char *t = text;
+            while (*t == ' ' || *t == '\t')
+                t++;
+            size_t k = strcspn(t, "\r\n");
+            if (k >= cap)
+                k = cap - 1;
+            memcpy(buf, t, k);
+            buf[k] = 0;
+            found = buf[0] != 0;
+            break;
+        }
+        while (!whole && fgets(text, sizeof text, f)) { /* the rest of a long line */
+            len = strlen(text);
+            whole = len > 0 && text[len - 1] == '\n';
+        }
+    }
+    fclose(f);
+    return found;
+}
+
 static double share(uint64_t a, uint64_t b)
 {
     return b ? (double)a / (double)b : 0.0;
@@ -162,7 +196,13 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
             fprintf(o, "    %s ", f ? "from" : "at  ");
             print_frame(o, &s->frames[f]);
             fputc('\n', o);
+            char src[160];
+            if (s->frames[f].file && source_line(s->frames[f].file, s->frames[f].line, src, sizeof src))
+                fprintf(o, "         | %s\n", src);
         }
+        if (s->rec != MRA_NONE && s->nframes > 0 && !s->frames[0].file)
+            fprintf(o, "  (no file:line: the program has no debug information here; build it with -g, or install "
+                       "its -dbgsym package from Debian's debug archive, then run again)\n");
         fprintf(o, "  allocations %s (%s), frees %s; sizes", fmt_count(b1, sizeof b1, st->allocations),
                 fmt_bytes(b2, sizeof b2, (double)st->bytes), fmt_count(b3, sizeof b3, st->frees));
         for (unsigned k = 0; k < st->nsizes && k < 4; k++)
