@@ -275,18 +275,10 @@ struct mra_planned {
     struct mra_planned_site s[MRA_PLANNED_MAX];
 };
 
-struct mra_measured {
-    double glibc_cpu_ns;         /* median CPU time of the glibc runs */
-    double plan_ratio, plan_ratio_lo, plan_ratio_hi; /* the plan's CPU time / glibc's, paired */
-    double plan_rss_ratio;
-    bool output_differs;         /* output or exit status changed under the plan */
-};
-
 struct mra_measure_options {
     unsigned rounds;             /* 1..MRA_MEASURE_ROUNDS_MAX */
     bool per_site;               /* also each planned site alone */
     bool other_mallocs;          /* also mimalloc and jemalloc, where installed */
-    struct mra_measured *result; /* filled in when not NULL */
 };
 
 /* Runs argv in rounds on glibc, under plan and on the other mallocs, and

@@ -524,7 +524,6 @@ int main(int argc, char **argv)
             fprintf(mf ? mf : stderr, "\nmeasure: the plan routes no site (nothing recommended; "
                                       "--plan-candidates plans every site the rules name)\n");
         } else if (mf) {
-            mo.result = NULL;
             mra_measure(argv + i, plan, &planned, &mo, mf);
         }
         if (mf && mf != stderr)

@@ -300,14 +300,6 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
                         lo, hi);
             }
         }
-        struct mra_measured *m = o->result;
-        if (m) {
-            m->glibc_cpu_ns = g;
-            m->plan_ratio = ratio;
-            median(vs[1].ratio, vs[1].runs, &m->plan_ratio_lo, &m->plan_ratio_hi);
-            m->plan_rss_ratio = median(vs[1].rss_ratio, vs[1].runs, NULL, NULL);
-            m->output_differs = vs[1].output_differs || vs[1].status_differs;
-        }
     }
     for (unsigned i = 0; i < nv; i++)
         unlink(vs[i].stats);

@@ -20,9 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "apply.h"
@@ -133,13 +131,6 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 
 /* ---- routing ---- */
 
-static inline uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* The route of a stack the plan tells by more than its first frame: the
  * walk (out of line: its frames' array stays off the common path). */
 static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
@@ -219,11 +210,11 @@ static __attribute__((noinline)) void *routed_malloc(size_t n, bool zero, uint32
         uint64_t t0 = 0;
         bool timed = UNLIKELY(++tls_ident_ctr >= IDENT_SAMPLE);
         if (timed)
-            t0 = now_ns();
+            t0 = mra_mono_ns();
         route = walk_route(ts, ra, cfa);
         if (timed) {
             tls_ident_ctr = 0;
-            uint64_t d = now_ns() - t0;
+            uint64_t d = mra_mono_ns() - t0;
             mra_apply_stats_note_ident(d > g_clock_cost ? d - g_clock_cost : 0, IDENT_SAMPLE);
         }
         if (route == 0)
@@ -421,7 +412,7 @@ __attribute__((constructor(101))) static void apply_init(void)
     g_secret = mra_secret();
     g_clock_cost = UINT64_MAX;
     for (int i = 0; i < 64; i++) {
-        uint64_t t0 = now_ns(), d = now_ns() - t0;
+        uint64_t t0 = mra_mono_ns(), d = mra_mono_ns() - t0;
         if (d < g_clock_cost)
             g_clock_cost = d;
     }

@@ -111,7 +111,6 @@ extern struct route g_routes[MAX_ROUTES + 1];
 extern TLS struct tstate *tls_ts; /* NULL before the thread's first routed call and after its exit */
 extern struct tstate *_Atomic g_threads;
 extern TLS int tls_guard;
-extern size_t g_placed;          /* plan stacks placed at this run's addresses (plan_load.c) */
 
 /* ---- the object header ---- */
 

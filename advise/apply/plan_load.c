@@ -19,7 +19,6 @@ struct kv *g_first;
 size_t g_first_mask;
 struct kv *g_stacks;
 size_t g_stacks_mask;
-size_t g_placed;                 /* stacks placed at this run's addresses */
 
 static void *zmap(size_t n)
 {
@@ -250,7 +249,6 @@ int mra_apply_plan_load(const char *path)
             continue;
         first_add(fr[0], (unsigned)r);
         stack_add(fr, (unsigned)n, (unsigned)r);
-        g_placed++;
     }
     __libc_free(text);
     return 0;
