@@ -4,8 +4,8 @@
  *
  * malloc, calloc and realloc(NULL, n) identify their caller's stack and
  * route it; free, realloc, reallocarray and malloc_usable_size tell their
- * own objects -- a region's by its address (region.c's reserved range), a
- * pool's by its header's tag -- and pass every other pointer to glibc.
+ * own objects by their address (region.c's reserved range: a region's or
+ * a slab's block) and pass every other pointer to glibc.
  * The aligned family (posix_memalign, aligned_alloc, memalign, valloc,
  * pvalloc) is not interposed: glibc's objects, which free passes on.
  *
@@ -31,7 +31,6 @@
 
 bool g_active;
 _Atomic int g_multi;
-uint64_t g_secret = 1;
 unsigned g_walk = 1;
 unsigned g_nroutes;
 struct route g_routes[MAX_ROUTES + 1];
@@ -52,28 +51,6 @@ static size_t (*real_usable)(void *);
 static TLS uint32_t tls_ident_ctr;
 static uint64_t g_clock_cost;
 
-/* ---- memres's upstream: glibc, never through the interposers ---- */
-
-static void *up_alloc(mr_resource *self, size_t size, size_t align)
-{
-    (void)self;
-    void *p = __libc_memalign(align < 16 ? 16 : align, size ? size : 1);
-    if (!p)
-        errno = ENOMEM;
-    return p;
-}
-
-static void up_free(mr_resource *self, void *p, size_t size, size_t align)
-{
-    (void)self;
-    (void)size;
-    (void)align;
-    __libc_free(p);
-}
-
-static const struct mr_resource_ops up_ops = { up_alloc, up_free, NULL };
-static mr_resource g_upstream = { &up_ops };
-
 /* ---- threads ---- */
 
 static void thread_exit(void *arg)
@@ -81,6 +58,7 @@ static void thread_exit(void *arg)
     struct tstate *ts = arg;
     tls_guard++;
     mra_region_thread_exit(ts);
+    mra_slab_thread_exit(ts);
     tls_ts = NULL;
     tls_exited = 1;
     tls_guard--;
@@ -144,58 +122,11 @@ static inline __attribute__((always_inline)) void *route_alloc(struct tstate *ts
 {
     struct route *rt = &g_routes[route];
     void *p = NULL;
-    switch (rt->kind) {
-    case RK_REGION:
-        if (LIKELY(g_range_len != 0))
-            p = mra_region_alloc(ts, route, n);
-        break;
-    case RK_OBJPOOL:
-        if (n <= rt->objsize && rt->objpool) {
-            tls_guard++;
-            void *h = mr_objpool_alloc(rt->objpool);
-            tls_guard--;
-            if (h) {
-                p = ohdr_set(h, n, route);
-                ts->reg[route].allocations++;
-            }
-        }
-        break;
-    case RK_POOLS:
-        if (n <= POOL_MAX && rt->pools) {
-            tls_guard++;
-            void *h = mr_pools_alloc(rt->pools, OHDR + n, 16);
-            tls_guard--;
-            if (h) {
-                p = ohdr_set(h, n, route);
-                ts->reg[route].allocations++;
-            }
-        }
-        break;
-    }
+    if (LIKELY(g_range_len != 0))
+        p = rt->kind == RK_REGION ? mra_region_alloc(ts, route, n) : mra_slab_alloc(ts, route, n);
     if (UNLIKELY(!p))
         cnt_add(&rt->fallbacks, 1);
     return p;
-}
-
-/* A pooled object (not a region's) freed. */
-static inline __attribute__((always_inline)) void route_free(void *p)
-{
-    struct ohdr *h = ohdr_of(p);
-    unsigned route = (unsigned)(h->size_route >> SIZE_BITS);
-    size_t n = (size_t)(h->size_route & SIZE_MASK);
-    struct route *rt = &g_routes[route];
-    switch (rt->kind) {
-    case RK_OBJPOOL:
-        h->tag = 0;
-        mr_objpool_free(rt->objpool, h);
-        break;
-    case RK_POOLS:
-        h->tag = 0;
-        mr_pools_free(rt->pools, h, OHDR + n, 16);
-        break;
-    default:
-        break;
-    }
 }
 
 /* A call from the first frame of a planned stack (v: its route or
@@ -235,11 +166,12 @@ static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero
     if (LIKELY(g_active) && LIKELY(!tls_guard)) {
         uint32_t v = mra_apply_first_frame(ra - 1);
         if (UNLIKELY(v != 0)) {
-            /* a region told by its first frame: inline */
+            /* a route told by its first frame: inline */
             struct tstate *ts = tls_ts;
             void *p;
-            if (LIKELY(v != FIRST_WALK && ts != NULL && g_routes[v].kind == RK_REGION && g_range_len != 0) &&
-                LIKELY((p = mra_region_alloc(ts, v, n)) != NULL)) {
+            if (LIKELY(v != FIRST_WALK && ts != NULL && g_range_len != 0) &&
+                LIKELY((p = g_routes[v].kind == RK_REGION ? mra_region_alloc(ts, v, n)
+                                                          : mra_slab_alloc(ts, v, n)) != NULL)) {
                 if (zero)
                     memset(p, 0, n);
                 return p;
@@ -271,31 +203,20 @@ EXPORT void free(void *p)
 {
     if (UNLIKELY(p == NULL))
         return;
-    if (mra_is_region(p)) {
-        mra_region_free(p);
-        return;
-    }
-    if (LIKELY(!is_ours(p))) {
+    if (mra_is_region(p))
+        mra_range_free(p);
+    else
         __libc_free(p);
-        return;
-    }
-    tls_guard++;
-    route_free(p);
-    tls_guard--;
 }
 
 /* p's bytes, its route and its size, or 0 for glibc's. */
 static unsigned owner_of(void *p, size_t *size)
 {
-    if (mra_is_region(p)) {
-        *size = mra_region_size(p);
-        return mra_region_block(p)->route;
-    }
-    if (!is_ours(p))
+    if (!mra_is_region(p))
         return 0;
-    struct ohdr *h = ohdr_of(p);
-    *size = (size_t)(h->size_route & SIZE_MASK);
-    return (unsigned)(h->size_route >> SIZE_BITS);
+    struct rblock *b = mra_region_block(p);
+    *size = b->osize ? b->osize : mra_region_size(p);
+    return b->route;
 }
 
 static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
@@ -314,21 +235,16 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         errno = ENOMEM;
         return NULL;
     }
-    if (g_routes[route].kind == RK_REGION && mra_region_grow(p, n))
+    if (g_routes[route].kind == RK_REGION ? mra_region_grow(p, n) : n <= old)
         return p;
-    tls_guard++;
     struct tstate *ts = get_ts();
     void *q = ts ? route_alloc(ts, route, n) : NULL;
     if (!q)
         q = __libc_malloc(n);
     if (q) {
         memcpy(q, p, old < n ? old : n);
-        if (g_routes[route].kind == RK_REGION)
-            mra_region_free(p);
-        else
-            route_free(p);
+        mra_range_free(p);
     }
-    tls_guard--;
     return q;
 }
 
@@ -372,21 +288,9 @@ static void at_exit(void)
 
 static bool routes_make(void)
 {
-    for (unsigned r = 1; r <= g_nroutes; r++) {
-        struct route *rt = &g_routes[r];
-        if (rt->kind == RK_OBJPOOL) {
-            mr_objpool_options o = { .upstream = &g_upstream, .thread_safe = true };
-            if (rt->objsize == 0 || rt->objsize > POOL_MAX)
-                rt->kind = 0;
-            else if (!(rt->objpool = mr_objpool_create(OHDR + ((rt->objsize + 15u) & ~(size_t)15), 16, &o)))
-                return false;
-        } else if (rt->kind == RK_POOLS) {
-            mr_pools_options o = { .upstream = &g_upstream, .thread_safe = true,
-                                   .largest_required_pool_block = OHDR + POOL_MAX };
-            if (!(rt->pools = mr_pools_create(&o)))
-                return false;
-        }
-    }
+    for (unsigned r = 1; r <= g_nroutes; r++)
+        if (g_routes[r].kind == RK_SLAB && !mra_slab_make(&g_routes[r]))
+            return false;
     return true;
 }
 
@@ -409,7 +313,6 @@ __attribute__((constructor(101))) static void apply_init(void)
             unsetenv("LD_PRELOAD");
     }
     real_usable = mra_next_usable();
-    g_secret = mra_secret();
     g_clock_cost = UINT64_MAX;
     for (int i = 0; i < 64; i++) {
         uint64_t t0 = mra_mono_ns(), d = mra_mono_ns() - t0;

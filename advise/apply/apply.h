@@ -18,11 +18,11 @@
  *     whose count reaches zero is reused or given back: the reap pattern,
  *     so that a program that frees a burst object by object gets an
  *     arena's allocation cost unchanged; size-class pools and object pools
- *     are memres's, thread-safe (any thread may free), their objects with a
- *     16-byte header below the user's pointer: size, route, and a tag (the
- *     address and a per-process secret, the top bit set: a glibc chunk's
- *     size field, the word below a glibc pointer, never has it), so that
- *     free, realloc and malloc_usable_size know their own;
+ *     are a *site slab* (slab.c): per thread and size class a free list of
+ *     objects without a header, in blocks of one class in the same range
+ *     (any thread may free: the object goes on the freeing thread's list),
+ *     so that free, realloc and malloc_usable_size know every object of
+ *     theirs by its address and its size by its block;
  *   - what it did, at exit, to $MEMRES_ADVISE_APPLY_STATS (stats.c).
  *
  * Its files share this header; everything but the malloc family is hidden.
@@ -35,9 +35,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <memres/objpool.h>
-#include <memres/pools.h>
-
 #include "preload.h"
 #include "walk.h"
 
@@ -47,7 +44,6 @@
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TLS __attribute__((tls_model("initial-exec"))) _Thread_local
 
-#define OHDR 16u                 /* the object header */
 #define MAX_ROUTES 4096u
 #define SIZE_BITS 48u
 #define SIZE_MASK ((UINT64_C(1) << SIZE_BITS) - 1)
@@ -60,39 +56,62 @@
 #define REGION_MAX (RBLOCK / 4u)    /* larger requests of a region site go to glibc */
 #define SEGMENT ((size_t)2 << 20)   /* blocks are carved from segments of this */
 
-enum route_kind { RK_REGION = 1, RK_OBJPOOL, RK_POOLS };
+enum route_kind { RK_REGION = 1, RK_SLAB };
 
+/* A site slab's classes: class c serves sizes up to 16 c bytes (0 as 16:
+ * class 1), one class a block. */
+#define SLAB_CLASSES (POOL_MAX / 16u + 1u)
+#define SLAB_KEEP 256                /* a thread's free objects of a class above this: half to the route's */
+
+/* A site slab's class, shared by the threads: objects given back by a
+ * thread (one with too many, or exiting), in chains pushed whole and
+ * taken whole -- no single pop, so no ABA. */
+struct slab_shared {
+    _Atomic(void *) stack;
+    char pad_[56];
+};
 
 struct route {
     enum route_kind kind;
     bool rewind;                 /* arena-rewind in the plan (a region: the same engine) */
+    bool objpool;                /* objpool in the plan (a slab: the same engine) */
     uint32_t site;               /* the report's site id */
     size_t objsize;              /* objpool: the object size planned */
-    mr_pools *pools;
-    mr_objpool *objpool;
+    struct slab_shared *shared;  /* a slab's: SLAB_CLASSES */
     _Atomic uint64_t fallbacks;  /* calls of its stacks that went to glibc */
 };
 
-/* A region block (region.c): this header, then objects (their sizes
- * rounded to 16 bytes, no header). */
+/* A block of the reserved range (region.c), a region's or a slab's: this
+ * header, then objects without a header of their own (a region's sizes
+ * rounded to 16 bytes; a slab's its class's size). */
 struct rblock {
-    _Atomic uint64_t state;      /* live objects << 1 | retired */
-    char *top;                   /* the end of what was handed out */
+    _Atomic uint64_t state;      /* a region's: live objects << 1 | retired */
+    char *top;                   /* a region's: the end of what was handed out */
     uint32_t route;
-    uint32_t pad;
+    uint32_t osize;              /* a slab's: its class's object size; a region's: 0 */
     struct rblock *next, *prev;  /* on a free list */
     uint64_t freed_at;           /* free: when it was freed (ns, coarse clock) */
     char pad_[16];
-    uint64_t bits[RBLOCK / 16 / 64]; /* one bit per 16 bytes: where an object starts */
+    uint64_t bits[RBLOCK / 16 / 64]; /* a region's: one bit per 16 bytes: where an object starts */
 };
 _Static_assert(sizeof(struct rblock) == RBLOCK_HDR, "region block header");
 
-/* One thread's region of one route: its current block. */
+/* One thread's class of a slab route. */
+struct slab_class {
+    void *free;                  /* its free objects, linked through their first word */
+    int32_t n;                   /* frees less allocations since the list was last taken whole */
+    uint32_t size;               /* the class's object size */
+    char *bump, *end;            /* the rest of its current block, not carved yet */
+};
+
+/* One thread's region of one route (its current block), or its slab's
+ * classes. */
 struct region {
     char *bump, *end;
     char *last;                  /* the newest object in cur, or NULL */
     struct rblock *cur;
     uint64_t allocations;        /* the thread's allocations of the route (any kind) */
+    struct slab_class *cls;      /* a slab route's: SLAB_CLASSES, made at its first use */
 };
 
 struct tstate {
@@ -104,49 +123,12 @@ struct tstate {
 /* global state (apply.c) */
 extern bool g_active;
 extern _Atomic int g_multi;      /* a second thread may run: counts are atomic */
-extern uint64_t g_secret;
 extern unsigned g_walk;          /* frames walked to identify a stack */
 extern unsigned g_nroutes;
 extern struct route g_routes[MAX_ROUTES + 1];
 extern TLS struct tstate *tls_ts; /* NULL before the thread's first routed call and after its exit */
 extern struct tstate *_Atomic g_threads;
 extern TLS int tls_guard;
-
-/* ---- the object header ---- */
-
-struct ohdr {
-    uint64_t size_route;         /* size: 48 | route: 16 */
-    uint64_t tag;
-};
-
-/* The top bit tells the tag from a glibc chunk's size field; the rest
- * ties it to the address and the process (one multiply: it is on every
- * malloc and free). */
-static inline uint64_t tag_of(const void *p)
-{
-    return ((uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15) ^ g_secret) | (UINT64_C(1) << 63);
-}
-
-static inline bool is_ours(const void *p)
-{
-    uint64_t w;
-    memcpy(&w, (const char *)p - 8, 8);
-    return w == tag_of(p);
-}
-
-static inline struct ohdr *ohdr_of(void *p)
-{
-    return (struct ohdr *)(void *)((char *)p - OHDR);
-}
-
-static inline void *ohdr_set(void *h, size_t n, unsigned route)
-{
-    struct ohdr *o = h;
-    void *p = (char *)h + OHDR;
-    o->size_route = (uint64_t)n | (uint64_t)route << SIZE_BITS;
-    o->tag = tag_of(p);
-    return p;
-}
 
 static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
 {
@@ -160,6 +142,8 @@ extern uintptr_t g_range_lo;     /* the range of the regions' blocks */
 extern size_t g_range_len;
 /* Reserves the range: 0, or -1 (no regions: their sites stay on glibc). */
 int mra_region_init(void);
+/* A block of the range (a mutex), or NULL when the range is used up. */
+struct rblock *mra_block_get(void);
 static inline bool mra_is_region(const void *p)
 {
     return (uintptr_t)p - g_range_lo < g_range_len;
@@ -227,6 +211,76 @@ bool mra_region_grow(void *p, size_t m);
 void mra_region_thread_exit(struct tstate *ts);
 void mra_region_atfork(int stage);   /* 0 prepare, 1 parent, 2 child */
 uint64_t mra_region_held_peak(void);
+
+/* slab.c: the site slab, for a pools or objpool site: per thread and
+ * size class (16-byte steps up to POOL_MAX) a free list of objects
+ * without a header in blocks of the reserved range (a block holds one
+ * class: its header gives the size); a free goes on the freeing thread's
+ * list of the object's class, whoever made it (tcache's way: memory moves
+ * between threads, no lock and no atomic on either path); a thread with
+ * more than SLAB_KEEP free objects of a class gives half to the route's
+ * shared stack, from which a thread whose list is empty takes them all.
+ * Blocks stay with their class (as pools keep their chunks). */
+static inline unsigned mra_slab_class(size_t n)
+{
+    return n ? (unsigned)((n + 15u) >> 4) : 1u;
+}
+/* cls's list and block are empty: an object from the shared stack or a
+ * new block (NULL: none; the cls table itself made on first use). */
+__attribute__((noinline)) void *mra_slab_refill(struct tstate *ts, unsigned route, unsigned c);
+static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
+{
+    if (UNLIKELY(n > POOL_MAX))
+        return NULL;
+    unsigned c = mra_slab_class(n);
+    struct slab_class *cls = ts->reg[route].cls;
+    if (LIKELY(cls != NULL)) {
+        struct slab_class *s = &cls[c];
+        void *p = s->free;
+        if (LIKELY(p != NULL)) {
+            s->free = *(void **)p;
+            s->n--;
+            ts->reg[route].allocations++;
+            return p;
+        }
+        if (LIKELY((size_t)(s->end - s->bump) >= s->size)) {
+            p = s->bump;
+            s->bump += s->size;
+            ts->reg[route].allocations++;
+            return p;
+        }
+    }
+    return mra_slab_refill(ts, route, c);
+}
+/* p's thread has no classes of b's route (it exited, or never used it):
+ * p to the route's shared stack; or too many on s: half of them. */
+__attribute__((noinline)) void mra_slab_free_slow(struct rblock *b, void *p);
+__attribute__((noinline)) void mra_slab_spill(struct slab_class *s, struct slab_shared *sh);
+static inline void mra_slab_free(struct rblock *b, void *p)
+{
+    struct tstate *ts = tls_ts;
+    struct slab_class *cls;
+    if (UNLIKELY(ts == NULL) || UNLIKELY((cls = ts->reg[b->route].cls) == NULL)) {
+        mra_slab_free_slow(b, p);
+        return;
+    }
+    struct slab_class *s = &cls[b->osize >> 4];
+    *(void **)p = s->free;
+    s->free = p;
+    if (UNLIKELY(++s->n > SLAB_KEEP))
+        mra_slab_spill(s, &g_routes[b->route].shared[b->osize >> 4]);
+}
+/* A routed object (the reserved range's) freed. */
+static inline void mra_range_free(void *p)
+{
+    struct rblock *b = mra_region_block(p);
+    if (b->osize)
+        mra_slab_free(b, p);
+    else
+        mra_region_free(p);
+}
+bool mra_slab_make(struct route *rt);
+void mra_slab_thread_exit(struct tstate *ts);
 
 /* plan_load.c: the plan read and placed, into two read-only tables */
 int mra_apply_plan_load(const char *path);

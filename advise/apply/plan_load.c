@@ -151,15 +151,14 @@ static size_t pow2_above(size_t n)
     return c;
 }
 
-static enum route_kind kind_of(const char *k, bool *rewind)
+static enum route_kind kind_of(const char *k, struct route *rt)
 {
-    *rewind = strcmp(k, "arena-rewind") == 0;
-    if (strcmp(k, "arena") == 0 || *rewind)
+    rt->rewind = strcmp(k, "arena-rewind") == 0;
+    rt->objpool = strcmp(k, "objpool") == 0;
+    if (strcmp(k, "arena") == 0 || rt->rewind)
         return RK_REGION;
-    if (strcmp(k, "objpool") == 0)
-        return RK_OBJPOOL;
-    if (strcmp(k, "pools") == 0)
-        return RK_POOLS;
+    if (strcmp(k, "pools") == 0 || rt->objpool)
+        return RK_SLAB;
     return 0;
 }
 
@@ -205,7 +204,7 @@ int mra_apply_plan_load(const char *path)
                 r > MAX_ROUTES)
                 continue;
             struct route *rt = &g_routes[r];
-            rt->kind = kind_of(kind, &rt->rewind);
+            rt->kind = kind_of(kind, rt);
             rt->site = site;
             rt->objsize = (size_t)size;
             g_nroutes = r;

@@ -87,7 +87,7 @@ static void block_put(struct rblock *b)
     pthread_mutex_unlock(&g_mu);
 }
 
-static struct rblock *block_get(void)
+struct rblock *mra_block_get(void)
 {
     struct rblock *b = NULL;
     uint64_t now = coarse_ns();
@@ -171,11 +171,12 @@ bool mra_region_refill(struct region *r, unsigned route)
         return true;
     }
     retire(r);
-    struct rblock *b = block_get();
+    struct rblock *b = mra_block_get();
     if (!b)
         return false;
     atomic_store_explicit(&b->state, 0, memory_order_relaxed);
     b->route = route;
+    b->osize = 0;
     r->cur = b;
     r->end = (char *)b + RBLOCK;
     start_over(r, b);

@@ -6,8 +6,8 @@
  *   walk K
  *   ident NS SAMPLES CALLS  identification time, sampled: NS over SAMPLES timed
  *                           calls, one in CALLS / SAMPLES
- *   held_peak BYTES         the routes' memory at its peak (regions: blocks;
- *                           pools and object pools: their peak held)
+ *   held_peak BYTES         the routes' memory at its peak: the blocks of the
+ *                           reserved range in use (regions' and slabs')
  *   route R KIND SITE ALLOCATIONS FALLBACKS
  *
  * (FALLBACKS: allocations of the route's stacks that went to glibc, e.g.
@@ -32,10 +32,8 @@ static const char *kind_name(const struct route *rt)
     switch (rt->kind) {
     case RK_REGION:
         return rt->rewind ? "arena-rewind" : "arena";
-    case RK_OBJPOOL:
-        return "objpool";
-    case RK_POOLS:
-        return "pools";
+    case RK_SLAB:
+        return rt->objpool ? "objpool" : "pools";
     }
     return "none";
 }
@@ -46,16 +44,6 @@ void mra_apply_stats_write(const char *path)
     if (fd < 0)
         return;
     uint64_t held = mra_region_held_peak();
-    for (unsigned r = 1; r <= g_nroutes; r++) {
-        mr_stats s;
-        if (g_routes[r].pools) {
-            mr_pools_stats(g_routes[r].pools, &s);
-            held += s.peak_held;
-        } else if (g_routes[r].objpool) {
-            mr_objpool_stats(g_routes[r].objpool, &s);
-            held += s.peak_held;
-        }
-    }
     char line[256];
     int n = snprintf(line, sizeof line, "apply-stats 1\nwalk %u\nident %llu %llu %llu\nheld_peak %llu\n", g_walk,
                      (unsigned long long)atomic_load(&g_ident_ns), (unsigned long long)atomic_load(&g_ident_samples),
