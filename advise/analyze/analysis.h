@@ -190,6 +190,8 @@ struct mra_site {
     bool thread_safe;            /* pools: a share is freed by another thread */
     enum mra_pattern pattern;    /* how glibc was costed */
     char reason[640];            /* the rule and the figures that made it */
+    char near[240];              /* "" or the thresholds the site is near: another run (other
+                                    input, another machine's costs) may decide otherwise */
     double predicted_saving_ns;  /* >= 0; 0 for none */
     int64_t memory_delta_bytes;  /* held by the plan minus held by malloc (estimate) */
     bool retention_warning;      /* an arena would hold much more than the program's peak */

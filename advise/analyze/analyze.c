@@ -53,14 +53,17 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
 {
     memset(a, 0, sizeof *a);
     a->h = p->h;
-    /* The program's own time: the recorded run less the recorder's time in
-     * its hooks (never below a tenth of the recorded run: the sample is an
-     * estimate). */
+    /* The program's own time: the recorded run's CPU time (user + system,
+     * every thread: what measure compares, and what a loaded machine does
+     * not stretch as it stretches the wall clock) less the recorder's time
+     * in its hooks, never below a tenth of it (the sample is an estimate);
+     * a profile without CPU time takes the wall clock. */
     double rec = p->h.end_ns > p->h.start_ns ? (double)(p->h.end_ns - p->h.start_ns) : 0;
     a->recorded_ns = rec;
-    a->program_ns = rec - (double)p->h.recorder_ns;
-    if (a->program_ns < rec / 10)
-        a->program_ns = rec / 10;
+    double base = p->h.cpu_ns ? (double)p->h.cpu_ns : rec;
+    a->program_ns = base - (double)p->h.recorder_ns;
+    if (a->program_ns < base / 10)
+        a->program_ns = base / 10;
     a->costs = *c;
     a->opts = *o;
     if (a->opts.depth == 0)
@@ -137,6 +140,7 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         s->thread_safe = m->thread_safe;
         s->pattern = m->pattern;
         snprintf(s->reason, sizeof s->reason, "%s", m->reason);
+        snprintf(s->near, sizeof s->near, "%s", m->near);
         s->predicted_saving_ns = m->saving;
         s->memory_delta_bytes = m->mem_delta;
         s->retention_warning = m->retention;

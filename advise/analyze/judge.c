@@ -184,6 +184,39 @@ static double saving_of(const struct msite *m, const struct mra_costs *c, enum m
     return glibc - memres;
 }
 
+/* The margins: a share within NEAR_POINTS of its threshold, a saving
+ * within a factor NEAR_FACTOR of the 2% rule (the prediction's error on
+ * the known-answer programs is of that order). */
+#define NEAR_POINTS 0.05
+#define NEAR_FACTOR 2.0
+
+static void near_add(char *buf, size_t cap, const char *what, double v, double t)
+{
+    size_t len = strlen(buf);
+    if (fabs(v - t) >= NEAR_POINTS || len + 1 >= cap)
+        return;
+    snprintf(buf + len, cap - len, "%s%s %.1f%% (threshold %.0f%%)", len ? "; " : "", what, 100 * v, 100 * t);
+}
+
+/* What could flip m's recommendation in another run: its rules' shares
+ * near their thresholds, its saving near the 2% rule.  Only for a site
+ * whose saving is within NEAR_FACTOR of the rule or above it. */
+static void near_note(struct msite *m, const struct mra_thresholds *th, double save_share, double never,
+                      double together, double stack, double remote, double dominant)
+{
+    m->near[0] = 0;
+    if (m->cand == MRA_NONE || save_share < th->min_share / NEAR_FACTOR)
+        return;
+    if (save_share < th->min_share * NEAR_FACTOR)
+        snprintf(m->near, sizeof m->near, "saves %.2f%% of the run (the 2%% rule: %g%%)", 100 * save_share,
+                 100 * th->min_share);
+    near_add(m->near, sizeof m->near, "never freed", never, th->at_exit_share);
+    near_add(m->near, sizeof m->near, "freed together", together, th->together_share);
+    near_add(m->near, sizeof m->near, "stack-like", stack, th->stack_share);
+    near_add(m->near, sizeof m->near, "remote frees", remote, th->remote_share);
+    near_add(m->near, sizeof m->near, "dominant size", dominant, th->dominant_size_share);
+}
+
 static void judge_site(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
                   const struct mra_thresholds *th)
 {
@@ -217,6 +250,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
         snprintf(how, sizeof how, "freed one by one (%.1f%% together < %.0f%%, %.1f%% stack-like < %.0f%%)",
                  100 * together, 100 * th->together_share, 100 * stack, 100 * th->stack_share);
     m->rec = m->cand = MRA_NONE;
+    m->near[0] = 0;
     m->saving = 0;
     m->mem_delta = 0;
     m->retention = false;
@@ -269,6 +303,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
 
     double save = saving_of(m, c, r, m->thread_safe, m->pattern);
     double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
+    near_note(m, th, save / prog_ns, never, together, stack, remote, dominant);
     const char *name = r == MRA_POOLS && m->thread_safe ? "pools (thread-safe)"
                        : r == MRA_OBJPOOL && m->thread_safe ? "objpool (thread-safe)"
                                                             : mra_rec_name(r);

@@ -156,10 +156,14 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
     char b1[64], b2[64], b3[64], b4[64], b5[64], b6[64];
     const struct mra_profile_header *h = &a->h;
     fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
-    fprintf(o, "run time %s (%s under the recorder, less %s in its hooks); %s allocations, %s frees, %s reallocs, "
-               "%s requested\n",
-            fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b6, sizeof b6, a->recorded_ns),
-            fmt_ns(b5, sizeof b5, a->recorded_ns - a->program_ns), fmt_count(b2, sizeof b2, h->allocations),
+    if (h->cpu_ns)
+        fprintf(o, "run time %s CPU (user + system: %s under the recorder less %s in its hooks; %s wall)",
+                fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b5, sizeof b5, (double)h->cpu_ns),
+                fmt_ns(b3, sizeof b3, (double)h->cpu_ns - a->program_ns), fmt_ns(b6, sizeof b6, a->recorded_ns));
+    else
+        fprintf(o, "run time %s (%s under the recorder, less %s in its hooks)", fmt_ns(b1, sizeof b1, a->program_ns),
+                fmt_ns(b6, sizeof b6, a->recorded_ns), fmt_ns(b5, sizeof b5, a->recorded_ns - a->program_ns));
+    fprintf(o, "; %s allocations, %s frees, %s reallocs, %s requested\n", fmt_count(b2, sizeof b2, h->allocations),
             fmt_count(b3, sizeof b3, h->frees), fmt_count(b4, sizeof b4, h->reallocs),
             fmt_bytes((char[32]){ 0 }, 32, (double)h->bytes));
     fprintf(o, "peak live %s in %s objects; at exit %s in %s objects; %llu thread%s; %llu foreign frees\n",
@@ -238,6 +242,10 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
                        "these objects, under the recorder\n",
                     fmt_ns(b1, sizeof b1, (double)st->glibc_ns), fmt_count(b2, sizeof b2, st->glibc_samples));
         fprintf(o, "  recommendation: %s\n  reason: %s\n", rec_label(s), s->reason);
+        if (s->near[0])
+            fprintf(o, "  near a threshold: %s; another run, other input or another machine's costs may decide "
+                       "otherwise (memres-advise measure tells)\n",
+                    s->near);
         if (s->rec != MRA_NONE) {
             fprintf(o, "  memory: %s%s (estimate: held by the plan at its peak minus held by malloc)\n",
                     s->memory_delta_bytes >= 0 ? "+" : "", fmt_bytes(b1, sizeof b1, (double)s->memory_delta_bytes));
@@ -374,6 +382,7 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     jnum(o, a->program_ns);
     fprintf(o, ",\n  \"recorded_time_ns\": ");
     jnum(o, a->recorded_ns);
+    fprintf(o, ", \"recorded_cpu_ns\": %llu", U(h->cpu_ns));
     fprintf(o,
             ",\n  \"allocations\": %llu,\n  \"frees\": %llu,\n  \"reallocs\": %llu,\n  \"bytes\": %llu,\n"
             "  \"peak_live_bytes\": %llu,\n  \"peak_live_objects\": %llu,\n  \"live_bytes_at_exit\": %llu,\n"
@@ -458,6 +467,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
                 U(st->alloc_threads), mra_rec_name(s->rec), mra_rec_name(s->candidate), s->thread_safe ? "true" : "false",
                 s->pattern < MRA_PATTERNS ? patname[s->pattern] : "random");
         jstr(o, s->reason);
+        fprintf(o, ", \"near_threshold\": ");
+        jstr(o, s->near);
         fprintf(o, ",\n     \"glibc_ns\": %llu, \"glibc_samples\": %llu, \"predicted_saving_ns\": ",
                 U(st->glibc_ns), U(st->glibc_samples));
         jnum(o, s->predicted_saving_ns);

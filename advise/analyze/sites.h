@@ -31,6 +31,7 @@ struct msite {
     int64_t mem_delta;
     bool retention;
     char *reason;
+    char near[240];              /* the thresholds it is near, or "" */
 };
 
 struct work {

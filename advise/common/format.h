@@ -25,7 +25,7 @@
 /* ---- the profile ---- */
 
 #define MRA_PROFILE_MAGIC "MRADVPF1" /* 8 bytes, no NUL in the file */
-#define MRA_PROFILE_VERSION 3u
+#define MRA_PROFILE_VERSION 4u
 #define MRA_MAX_DEPTH 64u     /* frames per site, at most */
 #define MRA_FOLD_EXTRA 4u     /* frames recorded beyond --depth, for folding wrappers */
 #define MRA_HIST 48u          /* log2 buckets: 0 holds 0, b >= 1 holds [2^(b-1), 2^b) */
@@ -54,7 +54,9 @@ struct mra_profile_header {
     uint64_t trace_events;       /* events written to the trace (0 without one) */
     uint64_t trace_bytes;
     uint64_t recorder_ns;        /* the recorder's own time in its hooks (sampled, all
-                                    threads): the program alone ran about end - start - this */
+                                    threads): the program alone ran about cpu_ns - this */
+    uint64_t cpu_ns;             /* the process's CPU time (user + system, every thread) when
+                                    the profile was written; 0: not known (then end - start) */
     char program[256];           /* /proc/self/exe, NUL-terminated */
 };
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "record.h"
 
@@ -122,6 +123,10 @@ void mrr_write_profile(uint64_t end_ns)
     h.recorder_ns = hook > 0 ? (uint64_t)hook : 0;
     if (g_use_tsc)
         h.recorder_ns = time_to_ns(h.recorder_ns);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        h.cpu_ns = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+                   (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
     memcpy(h.program, g_exe, sizeof h.program);
     h.program[sizeof h.program - 1] = 0;
     wb_put(w, &h, sizeof h);
