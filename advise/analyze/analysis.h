@@ -163,6 +163,8 @@ struct mra_thresholds {
     double remote_share;         /* freed-elsewhere share for thread-safe pools */
     double at_exit_share;        /* never-freed share that counts as freed together at exit */
     double retention_warn;       /* arena_peak_bytes above this times the program's peak: warn */
+    uint64_t min_timed_samples;  /* a site with this many timed samples of glibc is costed from
+                                    them, not from the calibration (0: never) */
 };
 
 struct mra_options {

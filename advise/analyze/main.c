@@ -88,7 +88,8 @@ static void usage(FILE *f)
             "(the apply runtime), MEMRES_ADVISE_ZEROCOST (a zero-cost malloc for measure), TMPDIR,\n"
             "XDG_CACHE_HOME (the cached costs of this machine), MEMRES_ADVISE_RECALIBRATE=1,\n"
             "MEMRES_ADVISE_COSTS=FILE (costs from FILE, a cache file, instead of this machine's),\n"
-            "MEMRES_ADVISE_MIN_SHARE=PERCENT (--min-share's default).\n"
+            "MEMRES_ADVISE_MIN_SHARE=PERCENT (--min-share's default), MEMRES_ADVISE_MODEL=calibrated\n"
+            "(glibc's costs from the calibration only, not from the run's timed samples).\n"
             "Documentation: docs/ADVISE.md.\n",
             MRA_MAX_DEPTH - MRA_FOLD_EXTRA);
 }
@@ -361,6 +362,12 @@ int main(int argc, char **argv)
     const char *share = getenv("MEMRES_ADVISE_MIN_SHARE");
     if (share && *share && parse_share(share, &o.th.min_share) != 0)
         return bad_usage("MEMRES_ADVISE_MIN_SHARE wants a percentage 0..100, not", share);
+    const char *model = getenv("MEMRES_ADVISE_MODEL");
+    if (model && *model && strcmp(model, "timed") != 0) {
+        if (strcmp(model, "calibrated") != 0)
+            return bad_usage("MEMRES_ADVISE_MODEL wants timed or calibrated, not", model);
+        o.th.min_timed_samples = 0;
+    }
     const char *report = NULL, *json = NULL, *svg = NULL, *trace = NULL;
     const char *save_profile = NULL, *from_profile = NULL;
     const char **wrappers = calloc((size_t)argc + 1, sizeof *wrappers);

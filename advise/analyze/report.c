@@ -238,9 +238,10 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
             fprintf(o, "; %llu allocating threads", (unsigned long long)st->alloc_threads);
         fputc('\n', o);
         if (st->glibc_samples)
-            fprintf(o, "  in glibc %s (timed in the run, %s samples): what its malloc, realloc and free took for "
-                       "these objects, under the recorder\n",
-                    fmt_ns(b1, sizeof b1, (double)st->glibc_ns), fmt_count(b2, sizeof b2, st->glibc_samples));
+            fprintf(o, "  in glibc %s (timed in the run, %s samples; %s of it in calls over 1 us: page faults, "
+                       "system calls): what its malloc, realloc and free took for these objects, under the recorder\n",
+                    fmt_ns(b1, sizeof b1, (double)st->glibc_ns), fmt_count(b2, sizeof b2, st->glibc_samples),
+                    fmt_ns(b3, sizeof b3, (double)st->glibc_slow_ns));
         fprintf(o, "  recommendation: %s\n  reason: %s\n", rec_label(s), s->reason);
         if (s->near[0])
             fprintf(o, "  near a threshold: %s; another run, other input or another machine's costs may decide "
@@ -469,8 +470,9 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
         jstr(o, s->reason);
         fprintf(o, ", \"near_threshold\": ");
         jstr(o, s->near);
-        fprintf(o, ",\n     \"glibc_ns\": %llu, \"glibc_samples\": %llu, \"predicted_saving_ns\": ",
-                U(st->glibc_ns), U(st->glibc_samples));
+        fprintf(o, ",\n     \"glibc_ns\": %llu, \"glibc_slow_ns\": %llu, \"glibc_samples\": %llu, "
+                   "\"predicted_saving_ns\": ",
+                U(st->glibc_ns), U(st->glibc_slow_ns), U(st->glibc_samples));
         jnum(o, s->predicted_saving_ns);
         fprintf(o, ", \"predicted_saving_share\": ");
         jnum(o, a->program_ns > 0 ? s->predicted_saving_ns / a->program_ns : 0);

@@ -112,6 +112,9 @@ struct mra_site_stats {
                                     objects, estimated from timed samples (about one call
                                     in 64, rdtsc between fences, each weighed by its gap) */
     uint64_t glibc_samples;      /* the timed calls it is estimated from */
+    uint64_t glibc_slow_ns;      /* of glibc_ns, the samples above 1 us (a page fault, an
+                                    mmap, a trim: what moving the allocations to memres
+                                    moves with them, unless the site's memory is reused) */
 };
 
 /* A site record: the stats, then depth uint64_t frames (return addresses

@@ -41,6 +41,7 @@ void mra_site_stats_add(struct mra_site_stats *d, const struct mra_site_stats *s
     d->aligned += s->aligned;
     d->glibc_ns += s->glibc_ns;
     d->glibc_samples += s->glibc_samples;
+    d->glibc_slow_ns += s->glibc_slow_ns;
     if (s->alloc_threads > d->alloc_threads)
         d->alloc_threads = s->alloc_threads;
 }

@@ -51,4 +51,5 @@ void mrr_timer_calibrate(void)
     uint64_t us = g_use_tsc ? (UINT64_C(1000) << 32) / (g_tsc_mult ? g_tsc_mult : 1) : 1000;
     g_clip = (int64_t)(20 * us);
     g_clip_page = (int64_t)us;
+    g_slow = (int64_t)us;
 }

@@ -98,13 +98,15 @@ static inline void note_realloc(struct tstate *ts, struct hdr *h, uint32_t site,
     }
 }
 
-/* A timed sample of glibc's time for an object of site (weighed). */
-static inline void glibc_note(struct tstate *ts, uint32_t site, int64_t d)
+/* A timed sample d of glibc's time for an object of site, weighed by w. */
+static inline void glibc_note(struct tstate *ts, uint32_t site, int64_t d, uint32_t w)
 {
     struct lsite *l = lsite_get(ts, site);
     if (l) {
-        l->s.glibc_time += d;
+        l->s.glibc_time += d * w;
         l->s.glibc_samples++;
+        if (d > g_slow)
+            l->s.glibc_slow_time += d * w;
     }
 }
 

@@ -78,7 +78,7 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         void *raw = __libc_realloc((char *)p - HDR, n + HDR);
         if (UNLIKELY(sw)) {
             tls_guard++;
-            glibc_note(ts, site, timed_fenced(t1, fenced_time(), n > old ? n : old) * sw);
+            glibc_note(ts, site, timed_fenced(t1, fenced_time(), n > old ? n : old), sw);
             tls_guard--;
         }
         if (!raw)

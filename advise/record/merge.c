@@ -42,6 +42,7 @@ static void merge_lsite(struct gsite *g, struct lsite *l)
     t.realloc_chain_max = s->realloc_chain_max;
     t.glibc_ns = (uint64_t)s->glibc_time; /* clock units, two's complement until finish_site */
     t.glibc_samples = s->glibc_samples;
+    t.glibc_slow_ns = (uint64_t)s->glibc_slow_time;
     memcpy(t.hist_ticks, s->hist_ticks, sizeof t.hist_ticks);
     memcpy(t.hist_ns, s->hist_ns, sizeof t.hist_ns);
     mra_site_stats_add(m, &t);

@@ -56,6 +56,8 @@ static void finish_site(struct gsite *g, struct mra_site_stats *out)
         out->min_size = 0;
     int64_t gt = (int64_t)out->glibc_ns;
     out->glibc_ns = gt > 0 ? (g_use_tsc ? time_to_ns((uint64_t)gt) : (uint64_t)gt) : 0;
+    int64_t gs = (int64_t)out->glibc_slow_ns;
+    out->glibc_slow_ns = gs > 0 ? (g_use_tsc ? time_to_ns((uint64_t)gs) : (uint64_t)gs) : 0;
 
     qsort(g->mg->msz, g->mg->nmsz, sizeof g->mg->msz[0], cmp_size_count);
     out->nsizes = g->mg->nmsz < MRA_SIZES ? g->mg->nmsz : MRA_SIZES;

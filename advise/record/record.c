@@ -382,7 +382,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         if (LIKELY(site != 0)) {
             note_alloc(ts, site, p, n, alog, align);
             if (UNLIKELY(w))
-                glibc_note(ts, site, timed_fenced(t1, t2, n) * w);
+                glibc_note(ts, site, timed_fenced(t1, t2, n), w);
         } else {
             struct hdr *h = hdr_of(p);
             h->size_misc = (uint64_t)n | (uint64_t)alog << 58;
@@ -412,7 +412,7 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw)
             __libc_free(raw);
             uint64_t t2 = fenced_time();
             ts->hook_time += timed(t0, t1) * w;
-            glibc_note(ts, site, timed_fenced(t1, t2, size) * w);
+            glibc_note(ts, site, timed_fenced(t1, t2, size), w);
             tls_guard--;
             return;
         }

@@ -248,6 +248,10 @@ static inline int64_t timed_fenced(uint64_t t1, uint64_t t2, uint64_t size)
     return clip((int64_t)(t2 - t1) - g_fenced_cost, size);
 }
 
+/* A sample of glibc longer than this (1 us, in clock units) took a
+ * system call or a page fault. */
+extern int64_t g_slow;
+
 /* ---- the object header ---- */
 
 struct hdr {
@@ -321,6 +325,7 @@ struct lstats {
     uint64_t reallocs, realloc_moves, realloc_chain_max;
     int64_t glibc_time;          /* sampled time in glibc for the site's objects (clock units, weighed) */
     uint64_t glibc_samples;
+    int64_t glibc_slow_time;     /* of it, the samples above g_slow */
     uint64_t hist_ticks[MRA_HIST];
     uint64_t hist_ns[MRA_HIST];
 };
