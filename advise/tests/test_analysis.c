@@ -737,6 +737,18 @@ static void test_two_percent(void **state)
     result_free(&r);
 }
 
+/* What report writes of r's analysis, as a string to free. */
+static char *report_string(const result *r, void (*report)(FILE *, const struct mra_analysis *))
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    report(f, &r->a);
+    fclose(f);
+    return buf;
+}
+
 /* glibc's time as the run timed it, where it timed min_timed_samples of
  * the site's calls: the calls of at most 1 us as timed, the longer ones
  * (page faults, mmap, trims) at the share of the site's bytes that reuse
@@ -764,12 +776,7 @@ static double timed_saving(uint64_t glibc_ns, uint64_t slow_ns, uint64_t samples
     assert_int_equal(m->s.glibc_samples, samples);
     double save = m->predicted_saving_ns;
     if (glibc_ns == 50000000 && slow_ns == 0 && samples == 20000) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        assert_non_null(f);
-        mra_report_text(f, &r.a);
-        fclose(f);
+        char *buf = report_string(&r, mra_report_text);
         assert_contains(buf, "in glibc 50.0 ms (timed in the run, 20,000 samples;");
         assert_contains(buf, "glibc as timed in the run: 50.0 ms of 50.0 ms");
         free(buf);
@@ -905,16 +912,11 @@ static void test_order_and_reports(void **state)
     for (size_t i = 0; i < r.a.nsites; i++)
         assert_int_equal(r.a.sites[i].id, i + 1);
 
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    assert_non_null(f);
-    mra_report_json(f, &r.a);
-    fclose(f);
+    char *buf = report_string(&r, mra_report_json);
     kj doc;
     const char *err = NULL;
     size_t at = 0;
-    int parsed = kj_parse(buf, len, &doc, &err, &at);
+    int parsed = kj_parse(buf, strlen(buf), &doc, &err, &at);
     if (parsed != 0)
         fprintf(stderr, "  not JSON: %s at %zu: %.80s\n", err, at, buf + (at > 20 ? at - 20 : 0));
     assert_int_equal(parsed, 0);
@@ -947,11 +949,7 @@ static void test_order_and_reports(void **state)
     kj_free(&doc);
     free(buf);
 
-    buf = NULL;
-    f = open_memstream(&buf, &len);
-    assert_non_null(f);
-    mra_report_text(f, &r.a);
-    fclose(f);
+    buf = report_string(&r, mra_report_text);
     char want[128];
     snprintf(want, sizeof want, "test_analysis.c:%u", c[1].line);
     assert_contains(buf, want);
@@ -960,11 +958,7 @@ static void test_order_and_reports(void **state)
     assert_contains(buf, r.a.sites[0].sketch[0]);
     free(buf);
 
-    buf = NULL;
-    f = open_memstream(&buf, &len);
-    assert_non_null(f);
-    mra_report_svg(f, &r.a);
-    fclose(f);
+    buf = report_string(&r, mra_report_svg);
     assert_contains(buf, "<svg");
     assert_contains(buf, "</svg>");
     assert_null(strstr(buf, "<script"));
