@@ -179,6 +179,7 @@ struct mra_options {
 /* The defaults of options and thresholds. */
 void mra_options_default(struct mra_options *o);
 
+#define MRA_FREED_SHOWN 2u
 struct mra_site {
     unsigned id;                 /* 1.. in the report's order */
     struct mra_frame frames[MRA_MAX_DEPTH]; /* after folding, at most depth */
@@ -198,6 +199,14 @@ struct mra_site {
     int64_t memory_delta_bytes;  /* held by the plan minus held by malloc (estimate) */
     bool retention_warning;      /* an arena would hold much more than the program's peak */
     char sketch[2][160];         /* two lines of memres calls replacing malloc/free */
+    struct mra_freed {           /* where its objects were freed: the stacks of the sampled
+                                    frees, most frequent first */
+        struct mra_frame frames[MRA_MAX_DEPTH];
+        unsigned nframes;
+        double share;            /* of the site's sampled frees */
+    } freed[MRA_FREED_SHOWN];
+    unsigned nfreed;
+    char change[600];            /* the change to make, in the program's terms ("" none) */
 };
 
 /* One mr_pools behind a function that many sites reach malloc from (an

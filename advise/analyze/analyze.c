@@ -73,7 +73,19 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
     o = &a->opts;
 
     struct work w = { 0 };
+    size_t *at_id = NULL;
+    size_t nid = 1;
+    for (size_t i = 0; i < p->nsites; i++)
+        if (p->sites[i].s.id >= nid)
+            nid = (size_t)p->sites[i].s.id + 1;
+    at_id = malloc(nid * sizeof *at_id);
+    if (!at_id)
+        goto nomem;
+    memset(at_id, 0xff, nid * sizeof *at_id);
     for (size_t i = 0; i < p->nsites; i++) {
+        at_id[p->sites[i].s.id] = i;
+        if (p->sites[i].s.free_stack)
+            continue; /* where frees come from: no site of its own */
         if (mra_fold_raw(&w, &p->sites[i], p->h.depth, sym, o) != 0)
             goto nomem;
         if ((i & 4095) == 4095)
@@ -145,6 +157,9 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         s->memory_delta_bytes = m->mem_delta;
         s->retention_warning = m->retention;
         mra_sketch(m, s->sketch, &o->th);
+        mra_freed_fill(s, p, at_id, nid, sym);
+        mra_change(s, s->s.allocations ? (double)s->s.live_objects / (double)s->s.allocations : 0,
+                   o->th.at_exit_share);
         a->nsites++;
     }
     /* folded names, kept apart from the work */
@@ -157,11 +172,13 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         memcpy(a->folded, w.folded, w.nfolded * sizeof *a->folded);
     a->nfolded = w.nfolded;
     free(idx);
+    free(at_id);
     /* the raw lists not handed on */
     mra_work_free(&w);
     return 0;
 
 nomem:
+    free(at_id);
     mra_work_free(&w);
     mra_analysis_free(a);
     fprintf(stderr, "memres-advise: out of memory in the analysis\n");

@@ -151,6 +151,19 @@ static void print_thresholds(FILE *o, const struct mra_thresholds *t)
             t->retention_warn);
 }
 
+/* Frames, innermost first, each with its source line where it has one. */
+static void print_frames(FILE *o, const struct mra_frame *fr, unsigned n)
+{
+    for (unsigned f = 0; f < n; f++) {
+        fprintf(o, "    %s ", f ? "from" : "at  ");
+        print_frame(o, &fr[f]);
+        fputc('\n', o);
+        char src[160];
+        if (fr[f].file && source_line(fr[f].file, fr[f].line, src, sizeof src))
+            fprintf(o, "         | %s\n", src);
+    }
+}
+
 void mra_report_text(FILE *o, const struct mra_analysis *a)
 {
     char b1[64], b2[64], b3[64], b4[64], b5[64], b6[64];
@@ -196,14 +209,7 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
             fprintf(o, "  saves %s (%.1f%% of the run)", fmt_ns(b1, sizeof b1, s->predicted_saving_ns),
                     a->program_ns > 0 ? 100 * s->predicted_saving_ns / a->program_ns : 0);
         fputc('\n', o);
-        for (unsigned f = 0; f < s->nframes; f++) {
-            fprintf(o, "    %s ", f ? "from" : "at  ");
-            print_frame(o, &s->frames[f]);
-            fputc('\n', o);
-            char src[160];
-            if (s->frames[f].file && source_line(s->frames[f].file, s->frames[f].line, src, sizeof src))
-                fprintf(o, "         | %s\n", src);
-        }
+        print_frames(o, s->frames, s->nframes);
         if (s->rec != MRA_NONE && s->nframes > 0 && !s->frames[0].file)
             fprintf(o, "  (no file:line: the program has no debug information here; build it with -g, or install "
                        "its -dbgsym package from Debian's debug archive, then run again)\n");
@@ -242,7 +248,13 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
                        "system calls): what its malloc, realloc and free took for these objects, under the recorder\n",
                     fmt_ns(b1, sizeof b1, (double)st->glibc_ns), fmt_count(b2, sizeof b2, st->glibc_samples),
                     fmt_ns(b3, sizeof b3, (double)st->glibc_slow_ns));
+        for (unsigned k = 0; k < s->nfreed; k++) {
+            fprintf(o, "  freed (%.0f%% of the sampled frees):\n", 100 * s->freed[k].share);
+            print_frames(o, s->freed[k].frames, s->freed[k].nframes);
+        }
         fprintf(o, "  recommendation: %s\n  reason: %s\n", rec_label(s), s->reason);
+        if (s->change[0])
+            fprintf(o, "  change: %s\n", s->change);
         if (s->near[0])
             fprintf(o, "  near a threshold: %s; another run, other input or another machine's costs may decide "
                        "otherwise (memres-advise measure tells)\n",
@@ -481,7 +493,21 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
         jstr(o, s->sketch[0]);
         fputs(", ", o);
         jstr(o, s->sketch[1]);
-        fprintf(o, "], \"raw_sites\": [");
+        fprintf(o, "], \"freed\": [");
+        for (unsigned k = 0; k < s->nfreed; k++) {
+            fprintf(o, "%s{\"share\": ", k ? ", " : "");
+            jnum(o, s->freed[k].share);
+            fprintf(o, ", \"frames\": [");
+            for (unsigned f = 0; f < s->freed[k].nframes; f++) {
+                if (f)
+                    fputs(", ", o);
+                jframe(o, &s->freed[k].frames[f]);
+            }
+            fputs("]}", o);
+        }
+        fprintf(o, "], \"change\": ");
+        jstr(o, s->change);
+        fprintf(o, ", \"raw_sites\": [");
         for (size_t k = 0; k < s->nraw; k++)
             fprintf(o, "%s%u", k ? "," : "", s->raw_ids[k]);
         fprintf(o, "]}");

@@ -62,6 +62,13 @@ int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_co
               const struct mra_thresholds *th);
 /* Two lines of memres calls replacing m's malloc and free. */
 void mra_sketch(const struct msite *m, char sk[2][160], const struct mra_thresholds *th);
+
+/* freed.c: s's freed[] from its free_sites (at_id: a raw site id's index
+ * in p->sites, SIZE_MAX for none; nid entries), then the change to make
+ * (s->change) from its frames, freed[0] and its kind. */
+void mra_freed_fill(struct mra_site *s, const struct mra_profile *p, const size_t *at_id, size_t nid,
+                    struct mra_symbols *sym);
+void mra_change(struct mra_site *s, double never_share, double at_exit_share);
 /* The allocators behind a function that w's sites together, not alone,
  * are worth (a->behind).  0, or -1. */
 int mra_behind_functions(struct work *w, struct mra_analysis *a, const struct mra_costs *c,

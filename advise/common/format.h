@@ -30,6 +30,7 @@
 #define MRA_FOLD_EXTRA 4u     /* frames recorded beyond --depth, for folding wrappers */
 #define MRA_HIST 48u          /* log2 buckets: 0 holds 0, b >= 1 holds [2^(b-1), 2^b) */
 #define MRA_SIZES 8u          /* the most frequent sizes kept per site */
+#define MRA_FREE_SITES 4u     /* the stacks a site's objects are freed from, kept per site */
 
 /* The file: struct mra_profile_header, then nmodules module records, then
  * nsites site records. */
@@ -115,6 +116,13 @@ struct mra_site_stats {
     uint64_t glibc_slow_ns;      /* of glibc_ns, the samples above 1 us (a page fault, an
                                     mmap, a trim: what moving the allocations to memres
                                     moves with them, unless the site's memory is reused) */
+    uint32_t free_stack;         /* 1: no allocation site but the call stack of sampled
+                                    frees (another site's free_sites name it) */
+    uint32_t nfree_sites;        /* entries used in free_sites */
+    uint32_t free_sites[MRA_FREE_SITES]; /* the stacks the site's objects were freed from
+                                    (free_stack sites), sampled with the timed calls and
+                                    weighed by their gaps; the most frequent kept */
+    uint64_t free_site_counts[MRA_FREE_SITES];
 };
 
 /* A site record: the stats, then depth uint64_t frames (return addresses

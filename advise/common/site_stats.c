@@ -42,6 +42,29 @@ void mra_site_stats_add(struct mra_site_stats *d, const struct mra_site_stats *s
     d->glibc_ns += s->glibc_ns;
     d->glibc_samples += s->glibc_samples;
     d->glibc_slow_ns += s->glibc_slow_ns;
+    for (uint32_t i = 0; i < s->nfree_sites && i < MRA_FREE_SITES; i++)
+        mra_free_sites_add(d->free_sites, d->free_site_counts, &d->nfree_sites, s->free_sites[i],
+                           s->free_site_counts[i]);
     if (s->alloc_threads > d->alloc_threads)
         d->alloc_threads = s->alloc_threads;
+}
+
+void mra_free_sites_add(uint32_t *ids, uint64_t *counts, uint32_t *n, uint32_t id, uint64_t count)
+{
+    uint32_t least = 0;
+    for (uint32_t i = 0; i < *n; i++) {
+        if (ids[i] == id) {
+            counts[i] += count;
+            return;
+        }
+        if (counts[i] < counts[least])
+            least = i;
+    }
+    if (*n < MRA_FREE_SITES) {
+        ids[*n] = id;
+        counts[(*n)++] = count;
+    } else {
+        ids[least] = id;
+        counts[least] += count;
+    }
 }

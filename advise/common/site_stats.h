@@ -17,4 +17,9 @@
  * keeps its own way, nor id and nframes. */
 void mra_site_stats_add(struct mra_site_stats *d, const struct mra_site_stats *s);
 
+/* count more frees from stack id into the table ids/counts of *n of at
+ * most MRA_FREE_SITES entries (full: the least one makes room and its
+ * count carries on, the space-saving way: the frequent ones stay). */
+void mra_free_sites_add(uint32_t *ids, uint64_t *counts, uint32_t *n, uint32_t id, uint64_t count);
+
 #endif

@@ -21,7 +21,7 @@ static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
     return mrr_rec_alloc(n, 0, false, ra, cfa);
 }
 
-static inline void do_free(void *p)
+static inline void do_free(void *p, uintptr_t ra, uintptr_t cfa)
 {
     if (UNLIKELY(p == NULL))
         return;
@@ -36,7 +36,7 @@ static inline void do_free(void *p)
     uint32_t site = (uint32_t)w;
     void *raw = raw_of(p, h);
     if (site != 0 && recording()) {
-        mrr_rec_free(h, site, raw);
+        mrr_rec_free(h, site, raw, ra, cfa);
         return;
     }
     h->tag_site = 0;
@@ -54,7 +54,7 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         return __libc_realloc(p, n);
     }
     if (n == 0) { /* glibc: frees, returns NULL */
-        do_free(p);
+        do_free(p, ra, cfa);
         return NULL;
     }
     if (n > MAX_REQ) {
@@ -135,7 +135,7 @@ EXPORT void *malloc(size_t n)
 
 EXPORT void free(void *p)
 {
-    do_free(p);
+    do_free(p, CALLER(), CALLER_CFA());
 }
 
 EXPORT void *calloc(size_t a, size_t b)

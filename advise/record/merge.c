@@ -43,6 +43,9 @@ static void merge_lsite(struct gsite *g, struct lsite *l)
     t.glibc_ns = (uint64_t)s->glibc_time; /* clock units, two's complement until finish_site */
     t.glibc_samples = s->glibc_samples;
     t.glibc_slow_ns = (uint64_t)s->glibc_slow_time;
+    t.nfree_sites = s->nfree_sites;
+    memcpy(t.free_sites, s->free_sites, sizeof t.free_sites);
+    memcpy(t.free_site_counts, s->free_site_counts, sizeof t.free_site_counts);
     memcpy(t.hist_ticks, s->hist_ticks, sizeof t.hist_ticks);
     memcpy(t.hist_ns, s->hist_ns, sizeof t.hist_ns);
     mra_site_stats_add(m, &t);

@@ -53,11 +53,17 @@ static inline bool frames_eq(const uint64_t *a, const uint64_t *b, unsigned n)
     return true;
 }
 
-static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsigned n)
+/* The key of a free's stack: apart from the allocation sites' (a stack
+ * may do both). */
+#define FREE_STACK_SALT UINT64_C(0x5bd1e9955bd1e995)
+
+static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsigned n, bool free_stack)
 {
     uint64_t h = mra_frames_hash(fr, n); /* 64 bits: a collision among 2^18 sites is
                                              about 2^-29 likely per run; the global
                                              table compares the frames */
+    if (free_stack)
+        h ^= FREE_STACK_SALT;
     struct sc_ent *e = &ts->sc[(h >> 7) & (SC_SIZE - 1)];
     if (LIKELY(e->hash == h))
         return (uint32_t)e->site;
@@ -65,7 +71,7 @@ static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsign
     for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
         uint32_t s = atomic_load_explicit(&g_slots[i], memory_order_acquire);
         if (UNLIKELY(s == 0)) {
-            s = mrr_site_create(fr, n, h);
+            s = mrr_site_create(fr, n, h, free_stack);
             if (s != 0) {
                 e->hash = h;
                 e->site = s;
@@ -363,7 +369,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     uint64_t t0 = w ? now_time() : 0, t1 = 0, t2 = 0;
     uint64_t fr[MRA_MAX_DEPTH];
     unsigned nf = capture(ts, ra, cfa, fr);
-    uint32_t site = site_lookup(ts, fr, nf);
+    uint32_t site = site_lookup(ts, fr, nf, false);
     if (UNLIKELY(w))
         t1 = fenced_time();
     void *raw, *p;
@@ -397,7 +403,18 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
 }
 
 /* Counts the free of a recorded object and frees it. */
-NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw)
+/* The stack of a sampled free, counted on the freed object's site. */
+static void free_stack_note(struct tstate *ts, uint32_t site, uintptr_t ra, uintptr_t cfa, uint32_t w)
+{
+    uint64_t fr[MRA_MAX_DEPTH];
+    unsigned nf = capture(ts, ra, cfa, fr);
+    uint32_t fs = site_lookup(ts, fr, nf, true);
+    struct lsite *l = fs ? lsite_get(ts, site) : NULL;
+    if (l)
+        mra_free_sites_add(l->s.free_sites, l->s.free_site_counts, &l->s.nfree_sites, fs, w);
+}
+
+NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra, uintptr_t cfa)
 {
     tls_guard++;
     struct tstate *ts = get_ts();
@@ -406,6 +423,7 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw)
         if (UNLIKELY(w != 0)) {
             uint64_t t0 = now_time();
             note_free(ts, h, site);
+            free_stack_note(ts, site, ra, cfa, w);
             uint64_t size = h->size_misc & SIZE_MASK;
             h->tag_site = 0;
             uint64_t t1 = fenced_time();

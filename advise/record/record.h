@@ -326,6 +326,9 @@ struct lstats {
     int64_t glibc_time;          /* sampled time in glibc for the site's objects (clock units, weighed) */
     uint64_t glibc_samples;
     int64_t glibc_slow_time;     /* of it, the samples above g_slow */
+    uint32_t nfree_sites;        /* the stacks of sampled frees (format.h) */
+    uint32_t free_sites[MRA_FREE_SITES];
+    uint64_t free_site_counts[MRA_FREE_SITES];
     uint64_t hist_ticks[MRA_HIST];
     uint64_t hist_ns[MRA_HIST];
 };
@@ -488,7 +491,9 @@ void mrr_timer_calibrate(void);
 void mrr_modules_note(const uint64_t *fr, unsigned nf);
 int mrr_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg);
 /* sites.c */
-COLD uint32_t mrr_site_create(const uint64_t *fr, unsigned n, uint64_t h);
+/* free_stack: the stack of a free (hashed apart from the allocation
+ * sites', in no group). */
+COLD uint32_t mrr_site_create(const uint64_t *fr, unsigned n, uint64_t h, bool free_stack);
 /* threads.c */
 size_t mrr_tstate_bytes(void);
 COLD struct tstate *mrr_thread_register(void);
@@ -501,7 +506,7 @@ COLD void mrr_tr_flush(struct tstate *ts);
 /* record.c */
 NOINLINE void mrr_burst_end(struct tstate *ts);
 NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa);
-NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw);
+NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra, uintptr_t cfa);
 /* merge.c */
 void mrr_merge_thread(struct tstate *ts);
 void mrr_thread_exit(void *arg);

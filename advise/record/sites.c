@@ -42,7 +42,7 @@ static uint32_t group_of(const uint64_t *fr, unsigned n, uint32_t id)
     }
 }
 
-COLD uint32_t mrr_site_create(const uint64_t *fr, unsigned n, uint64_t h)
+COLD uint32_t mrr_site_create(const uint64_t *fr, unsigned n, uint64_t h, bool free_stack)
 {
     int e = errno;
     uint32_t id = 0;
@@ -83,7 +83,8 @@ COLD uint32_t mrr_site_create(const uint64_t *fr, unsigned n, uint64_t h)
     g->mg->m.nframes = n;
     g->mg->m.min_size = UINT64_MAX;
     memcpy(g->frames, fr, n * sizeof *fr);
-    g->group = group_of(fr, n, id);
+    g->group = free_stack ? id : group_of(fr, n, id);
+    g->mg->m.free_stack = free_stack;
     g_sites[id] = g;
     atomic_store_explicit(&g_nsites, id, memory_order_release);
     atomic_store_explicit(&g_slots[i], id, memory_order_release);

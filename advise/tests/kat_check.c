@@ -8,7 +8,8 @@
  *       a line with "KAT-SITE: rec..." (the recommendations accepted; "any":
  *       not checked), optionally "KAT-ALSO: rec..." (a second site), and
  *       lines "KAT-CHILD" / "KAT-EXEC" (allocations made by a forked child
- *       or an exec'd image: never in the profile).  The program prints
+ *       or an exec'd image: never in the profile), and "KAT-FREE" (where
+ *       the KAT site's objects are freed).  The program prints
  *       "KAT-COUNT SITE n" (and "KAT-COUNT ALSO n") on stderr.  Asserts:
  *         passthrough  stdout, stderr and the exit status are the same
  *                      natively and under the advisor (the report goes to
@@ -27,6 +28,9 @@
  *                      its recommendations ("none": no site recommended);
  *                      KAT-ALSO sites have one of theirs; --thread-safe:
  *                      the KAT site's pools are thread-safe;
+ *         freed        with a KAT-FREE line: the KAT site's "freed" stacks
+ *                      have a frame at that line, and its "change" names
+ *                      it (file:line);
  *         rules        every site has a reason; every recommended site has
  *                      a predicted saving of at least min_share (the
  *                      JSON's thresholds; 2% by default) of the program's
@@ -93,6 +97,7 @@ static struct {
     bool has_also;
     unsigned forbid[MAX_FORBID];
     int nforbid;
+    unsigned free_line; /* KAT-FREE, or 0 */
     char base[256]; /* the source's file name */
 } src;
 
@@ -214,6 +219,8 @@ static int read_source(const char *path)
             src.also.line = line;
             src.has_also = true;
             parse_mark(k + 9, &src.also);
+        } else if (strstr(p, "/* KAT-FREE") != NULL && src.free_line == 0) {
+            src.free_line = line;
         } else if ((strstr(p, "/* KAT-CHILD") != NULL || strstr(p, "/* KAT-EXEC") != NULL) &&
                    src.nforbid < MAX_FORBID) {
             src.forbid[src.nforbid++] = line;
@@ -575,6 +582,45 @@ static void test_advice(void **state)
     }
 }
 
+static bool frame_at(const kj *f, unsigned line)
+{
+    const char *file = kj_str(kj_get(f, "file"));
+    double l = kj_num(kj_get(f, "line"), -1);
+    return file != NULL && strcmp(base_name(file), src.base) == 0 && l >= 0 && (unsigned)l == line;
+}
+
+static void test_freed(void **state)
+{
+    (void)state;
+    assert_true(doc_ok);
+    if (src.free_line == 0)
+        return;
+    const kj *ss = sites(), *site = NULL;
+    assert_non_null(ss);
+    for (size_t i = 0; i < ss->n; i++)
+        if (site_at(&ss->items[i], src.site.line) &&
+            (site == NULL || kj_num(kj_get(&ss->items[i], "allocations"), 0) > kj_num(kj_get(site, "allocations"), 0)))
+            site = &ss->items[i];
+    assert_non_null(site);
+    const kj *freed = kj_get(site, "freed");
+    bool found = false;
+    for (size_t k = 0; freed && k < freed->n && !found; k++) {
+        const kj *fr = kj_get(&freed->items[k], "frames");
+        for (size_t j = 0; fr && j < fr->n && !found; j++)
+            found = frame_at(&fr->items[j], src.free_line);
+    }
+    if (!found)
+        fprintf(stderr, "  no freed stack of %s:%u has a frame at %s:%u (KAT-FREE)\n", src.base, src.site.line,
+                src.base, src.free_line);
+    assert_true(found);
+    const char *change = kj_str(kj_get(site, "change"));
+    char want[300];
+    snprintf(want, sizeof want, "%s:%u", src.base, src.free_line);
+    if (change == NULL || strstr(change, want) == NULL)
+        fprintf(stderr, "  the change does not name %s: %s\n", want, change ? change : "(none)");
+    assert_true(change != NULL && strstr(change, want) != NULL);
+}
+
 static void test_rules(void **state)
 {
     (void)state;
@@ -794,6 +840,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passthrough), cmocka_unit_test(test_json),  cmocka_unit_test(test_counts),
         cmocka_unit_test(test_advice),      cmocka_unit_test(test_rules), cmocka_unit_test(test_report),
+        cmocka_unit_test(test_freed),
     };
     return cmocka_run_group_tests_name(base_name(cfg.prog[0]), tests, setup_runs, teardown_runs) != 0;
 }

@@ -100,7 +100,7 @@ int main(int argc, char **argv)
             mr_arena_reset(a);
         } else {
             for (int j = 0; j < k; j++)
-                free(temp[j]);
+                free(temp[j]); /* KAT-FREE */
         }
         response *resp = new_response((uint64_t)i, digest, 64 + (size_t)(digest % 193));
         *tail = resp;
