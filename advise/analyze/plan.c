@@ -9,9 +9,10 @@
  * the plan's `walk K` is the least depth at which the routes of the
  * profile's raw stacks are told apart: two raw stacks whose first K frames
  * are equal have routes of the same kind ("none" counting as one, and a
- * stack that is not planned counting as what the rules named for its site,
- * so that an arena candidate below the 2% rule may share an arena's
- * prefix), within 1% of the planned allocations.  Where
+ * stack that is not planned counting as what the rules named for its site
+ * when its allocations came in one stretch, so that an arena candidate
+ * below the 2% rule may share an arena's prefix without keeping its blocks
+ * live), within 1% of the planned allocations.  Where
  * routes of one kind share a K-prefix (a recursive builder's sites, told
  * apart only by how deep the recursion was), the prefix goes to the one
  * that allocated most.  Stacks whose kinds still differ at the recorded
@@ -29,6 +30,7 @@
  *   stack R N M:0xOFF ...         (N frames, innermost first)
  * Lines starting with '#' are comments. */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,8 @@ struct pstack {
     enum mra_rec kind;           /* the route's; unplanned: its site's candidate (an arena
                                     candidate's objects may share an arena route's prefix) */
     uint64_t allocations;
+    double life;                 /* its site's median lifetime in allocations; never freed
+                                    (a tenth or more at exit): infinite */
 };
 
 static const struct pstack *sort_ps;
@@ -67,9 +71,15 @@ static size_t group_end(size_t *idx, size_t n, size_t t)
     return u;
 }
 
+/* Another kind's object in a region costs more than its own misrouting:
+ * it keeps its block live (one never-freed object in each block of a
+ * request loop's temporaries keeps them all); such allocations weigh this
+ * much in *lost. */
+#define REGION_PIN_WEIGHT 64u
+
 /* The route a group goes to: the route that allocated most among those of
  * the kind that allocated most ("none" included: 0); *lost: the group's
- * allocations of other kinds. */
+ * allocations of other kinds (weighed REGION_PIN_WEIGHT in a region). */
 static unsigned group_route(const struct pstack *ps, const size_t *idx, size_t t, size_t end, uint64_t *lost)
 {
     uint64_t by_kind[MRA_RECS] = { 0 }, total = 0;
@@ -82,6 +92,8 @@ static unsigned group_route(const struct pstack *ps, const size_t *idx, size_t t
         if (by_kind[k] > by_kind[kind])
             kind = (enum mra_rec)k;
     *lost = total - by_kind[kind];
+    if (kind == MRA_ARENA || kind == MRA_ARENA_REWIND)
+        *lost *= REGION_PIN_WEIGHT;
     if (kind == MRA_NONE)
         return 0;
     unsigned best = 0;
@@ -97,6 +109,17 @@ static unsigned group_route(const struct pstack *ps, const size_t *idx, size_t t
             most = sum;
             best = ps[idx[u]].route;
         }
+    }
+    /* a region shared with another site's objects that live much longer
+     * than its own: they keep its blocks live */
+    if (kind == MRA_ARENA || kind == MRA_ARENA_REWIND) {
+        double life = 0;
+        for (size_t u = t; u < end; u++)
+            if (ps[idx[u]].route == best && ps[idx[u]].life > life)
+                life = ps[idx[u]].life;
+        for (size_t u = t; u < end; u++)
+            if (ps[idx[u]].kind == kind && ps[idx[u]].route != best && ps[idx[u]].life > 4 * life + 64)
+                *lost += REGION_PIN_WEIGHT * ps[idx[u]].allocations;
     }
     return best;
 }
@@ -166,10 +189,19 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
                                         : "the recommended sites");
     /* the routes: one per planned site */
     unsigned nroutes = 0;
-    for (size_t i = 0; i < a->nsites; i++)
+    /* An unplanned site may share a route's prefix when the rules name the
+     * route's kind for it and its allocations came in one stretch (binary-
+     * trees' long-lived tree beside the short-lived trees: its objects fill
+     * blocks of their own); spread over the run (a request loop's responses,
+     * never freed, between each request's temporaries) they would keep every
+     * block of the route live: it counts as misrouted. */
+    for (size_t i = 0; i < a->nsites; i++) {
+        const struct mra_site_stats *st = &a->sites[i].s;
+        bool one_stretch = st->last_tick - st->first_tick < 4 * st->allocations;
         for (size_t r = 0; r < a->sites[i].nraw; r++)
             if (a->sites[i].raw_ids[r] <= maxid)
-                cand_of_id[a->sites[i].raw_ids[r]] = a->sites[i].candidate;
+                cand_of_id[a->sites[i].raw_ids[r]] = one_stretch ? a->sites[i].candidate : MRA_NONE;
+    }
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
         enum mra_rec k = plan_kind(s, mode);
@@ -189,6 +221,10 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
         ps[i].route = route_of_id[p->sites[i].s.id];
         ps[i].kind = ps[i].route ? kind_of_route[ps[i].route] : cand_of_id[p->sites[i].s.id];
         ps[i].allocations = p->sites[i].s.allocations;
+        const struct mra_site_stats *st = &p->sites[i].s;
+        ps[i].life = st->live_objects * 10 >= st->allocations && st->live_objects
+                         ? INFINITY
+                         : mra_hist_quantile(st->hist_ticks, 0.5);
         idx[i] = i;
     }
     /* the least depth that tells the routes apart: at which the allocations

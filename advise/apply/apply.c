@@ -215,7 +215,7 @@ static unsigned owner_of(void *p, size_t *size)
     if (!mra_is_region(p))
         return 0;
     struct rblock *b = mra_region_block(p);
-    *size = b->osize ? b->osize : mra_region_size(p);
+    *size = b->slab ? mra_slab_psize(b, p) : mra_region_size(p);
     return b->route;
 }
 

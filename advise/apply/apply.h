@@ -62,6 +62,7 @@ enum route_kind { RK_REGION = 1, RK_SLAB };
  * class 1), one class a block. */
 #define SLAB_CLASSES (POOL_MAX / 16u + 1u)
 #define SLAB_KEEP 256                /* a thread's free objects of a class above this: half to the route's */
+#define SLAB_REMOTE 32u              /* objects of other threads' blocks a thread frees: to the route's in these */
 
 /* A site slab's class, shared by the threads: objects given back by a
  * thread (one with too many, or exiting), in chains pushed whole and
@@ -88,11 +89,15 @@ struct rblock {
     _Atomic uint64_t state;      /* a region's: live objects << 1 | retired */
     char *top;                   /* a region's: the end of what was handed out */
     uint32_t route;
-    uint32_t osize;              /* a slab's: its class's object size; a region's: 0 */
+    uint32_t slab;               /* 1: a slab's block (its pages in runs of one class each); 0: a region's */
     struct rblock *next, *prev;  /* on a free list */
     uint64_t freed_at;           /* free: when it was freed (ns, coarse clock) */
-    char pad_[16];
-    uint64_t bits[RBLOCK / 16 / 64]; /* a region's: one bit per 16 bytes: where an object starts */
+    struct tstate *owner;        /* a slab's: the thread that carves it */
+    char pad_[8];
+    union {
+        uint64_t bits[RBLOCK / 16 / 64]; /* a region's: one bit per 16 bytes: where an object starts */
+        uint16_t psize[RBLOCK / 4096];   /* a slab's: per 4 KiB page, the object size of its run */
+    };
 };
 _Static_assert(sizeof(struct rblock) == RBLOCK_HDR, "region block header");
 
@@ -102,6 +107,8 @@ struct slab_class {
     int32_t n;                   /* frees less allocations since the list was last taken whole */
     uint32_t size;               /* the class's object size */
     char *bump, *end;            /* the rest of its current block, not carved yet */
+    void *remote, *remote_last;  /* objects of other threads' blocks it freed, for the shared stack */
+    uint32_t nremote;
 };
 
 /* One thread's region of one route (its current block), or its slab's
@@ -215,12 +222,20 @@ uint64_t mra_region_held_peak(void);
 /* slab.c: the site slab, for a pools or objpool site: per thread and
  * size class (16-byte steps up to POOL_MAX) a free list of objects
  * without a header in blocks of the reserved range (a block holds one
- * class: its header gives the size); a free goes on the freeing thread's
- * list of the object's class, whoever made it (tcache's way: memory moves
- * between threads, no lock and no atomic on either path); a thread with
- * more than SLAB_KEEP free objects of a class gives half to the route's
- * shared stack, from which a thread whose list is empty takes them all.
+ * class: its header gives the size, and the thread that carves it); a
+ * free goes on the freeing thread's list of the object's class when that
+ * thread carved the object's block (no lock and no atomic on either
+ * path), else on its remote list, which goes to the route's shared stack
+ * SLAB_REMOTE objects at a time (a consumer thread does not hoard a
+ * producer's memory); a thread with more than SLAB_KEEP free objects of a
+ * class gives half to the shared stack, from which a thread whose list is
+ * empty takes them all.
  * Blocks stay with their class (as pools keep their chunks). */
+/* The object size of p, in slab block b. */
+static inline unsigned mra_slab_psize(const struct rblock *b, const void *p)
+{
+    return b->psize[((uintptr_t)p - (uintptr_t)b) >> 12];
+}
 static inline unsigned mra_slab_class(size_t n)
 {
     return n ? (unsigned)((n + 15u) >> 4) : 1u;
@@ -256,6 +271,7 @@ static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
  * p to the route's shared stack; or too many on s: half of them. */
 __attribute__((noinline)) void mra_slab_free_slow(struct rblock *b, void *p);
 __attribute__((noinline)) void mra_slab_spill(struct slab_class *s, struct slab_shared *sh);
+__attribute__((noinline)) void mra_slab_free_remote(struct slab_class *s, struct slab_shared *sh, void *p);
 static inline void mra_slab_free(struct rblock *b, void *p)
 {
     struct tstate *ts = tls_ts;
@@ -264,17 +280,22 @@ static inline void mra_slab_free(struct rblock *b, void *p)
         mra_slab_free_slow(b, p);
         return;
     }
-    struct slab_class *s = &cls[b->osize >> 4];
+    unsigned c = mra_slab_psize(b, p) >> 4;
+    struct slab_class *s = &cls[c];
+    if (UNLIKELY(b->owner != ts)) {
+        mra_slab_free_remote(s, &g_routes[b->route].shared[c], p);
+        return;
+    }
     *(void **)p = s->free;
     s->free = p;
     if (UNLIKELY(++s->n > SLAB_KEEP))
-        mra_slab_spill(s, &g_routes[b->route].shared[b->osize >> 4]);
+        mra_slab_spill(s, &g_routes[b->route].shared[c]);
 }
 /* A routed object (the reserved range's) freed. */
 static inline void mra_range_free(void *p)
 {
     struct rblock *b = mra_region_block(p);
-    if (b->osize)
+    if (b->slab)
         mra_slab_free(b, p);
     else
         mra_region_free(p);

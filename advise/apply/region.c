@@ -176,7 +176,7 @@ bool mra_region_refill(struct region *r, unsigned route)
         return false;
     atomic_store_explicit(&b->state, 0, memory_order_relaxed);
     b->route = route;
-    b->osize = 0;
+    b->slab = 0;
     r->cur = b;
     r->end = (char *)b + RBLOCK;
     start_over(r, b);

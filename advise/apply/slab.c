@@ -11,13 +11,15 @@
  *
  * What runs where: allocation pops the thread's list of the class, or
  * carves the thread's current block of the class (inline, apply.h); free
- * pushes on the freeing thread's list of the object's class, whoever made
- * it (inline).  Out of line, here: a list over SLAB_KEEP gives half to the
- * route's shared stack of the class (one chain, one compare-and-swap); an
- * empty list takes the whole shared stack (one exchange), else a new
- * block; a thread's classes are made at its first use of the route (mmap:
+ * pushes on the freeing thread's list of the object's class where the
+ * thread carved the block (inline), else on its remote list, which goes to
+ * the route's shared stack SLAB_REMOTE objects at a time.  Out of line,
+ * here: a list over SLAB_KEEP gives half to the route's shared stack of
+ * the class (one chain, one compare-and-swap); an empty list takes the
+ * whole shared stack (one exchange), else a new block; a thread's classes are made at its first use of the route (mmap:
  * untouched until used) and given back whole at its exit, its blocks'
  * uncarved rest with them. */
+#include <string.h>
 #include <sys/mman.h>
 
 #include "apply.h"
@@ -63,6 +65,52 @@ void mra_slab_spill(struct slab_class *s, struct slab_shared *sh)
     shared_push(sh, first, last);
 }
 
+void mra_slab_free_remote(struct slab_class *s, struct slab_shared *sh, void *p)
+{
+    *(void **)p = s->remote;
+    if (!s->remote)
+        s->remote_last = p;
+    s->remote = p;
+    if (++s->nremote >= SLAB_REMOTE) {
+        shared_push(sh, s->remote, s->remote_last);
+        s->remote = s->remote_last = NULL;
+        s->nremote = 0;
+    }
+}
+
+/* A run of pages for s from the thread's current block of the route (the
+ * region fields of r: its page-aligned rest), or from a new block: false
+ * when the range is used up.  A run is one page for sizes up to 1 KiB, else
+ * what holds four objects (a class costs a thread one run, not a block). */
+static bool run_get(struct tstate *ts, struct region *r, unsigned route, struct slab_class *s)
+{
+    size_t pages = s->size <= 1024 ? 1 : (4 * (size_t)s->size + 4095) / 4096;
+    char *start = r->bump;
+    char *end = start ? (char *)(((uintptr_t)start + 4095) & ~(uintptr_t)4095) + pages * 4096 : NULL;
+    if (!r->cur || end > r->end || (size_t)(end - start) < s->size) {
+        struct rblock *b = mra_block_get();
+        if (!b)
+            return false;
+        b->route = route;
+        b->slab = 1;
+        b->owner = ts;
+        memset(b->psize, 0, sizeof b->psize);
+        r->cur = b;
+        r->end = (char *)b + RBLOCK;
+        start = (char *)b + RBLOCK_HDR;
+        end = (char *)b + pages * 4096;
+        if ((size_t)(end - start) < s->size)
+            end += 4096;
+    }
+    struct rblock *b = r->cur;
+    for (size_t i = ((uintptr_t)start - (uintptr_t)b) >> 12; i < ((uintptr_t)end - (uintptr_t)b) >> 12; i++)
+        b->psize[i] = (uint16_t)s->size;
+    r->bump = end;
+    s->bump = start;
+    s->end = end;
+    return true;
+}
+
 void *mra_slab_refill(struct tstate *ts, unsigned route, unsigned c)
 {
     struct region *r = &ts->reg[route];
@@ -81,15 +129,8 @@ void *mra_slab_refill(struct tstate *ts, unsigned route, unsigned c)
         s->free = *(void **)p;
         s->n--;
     } else {
-        if ((size_t)(s->end - s->bump) < s->size) {
-            struct rblock *b = mra_block_get();
-            if (!b)
-                return NULL;
-            b->route = route;
-            b->osize = s->size;
-            s->bump = (char *)b + RBLOCK_HDR;
-            s->end = (char *)b + RBLOCK;
-        }
+        if ((size_t)(s->end - s->bump) < s->size && !run_get(ts, r, route, s))
+            return NULL;
         p = s->bump;
         s->bump += s->size;
     }
@@ -104,7 +145,7 @@ void mra_slab_free_slow(struct rblock *b, void *p)
         mra_slab_free(b, p);
         return;
     }
-    shared_push(&g_routes[b->route].shared[b->osize >> 4], p, p);
+    shared_push(&g_routes[b->route].shared[mra_slab_psize(b, p) >> 4], p, p);
 }
 
 /* The thread's lists and its blocks' uncarved rest to the routes' shared
@@ -124,6 +165,8 @@ void mra_slab_thread_exit(struct tstate *ts)
                 s->free = s->bump;
                 s->bump += s->size;
             }
+            if (s->remote)
+                shared_push(sh, s->remote, s->remote_last);
             if (s->free) {
                 void *last = s->free;
                 while (*(void **)last)

@@ -2,24 +2,28 @@
 # SPDX-License-Identifier: MIT
 # advise/tests/apply.sh -- `memres-advise apply` keeps a program's output:
 #
-#   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... -- PROGRAM [ARGS...]
+#   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... [--max-held BYTES] -- PROGRAM [ARGS...]
 #
 # records PROGRAM and writes the plan of every site the rules name an
 # allocator for (--plan-candidates, --min-share 0: each kind of route gets
 # exercised, whatever it would save), runs PROGRAM natively and under the
 # plan, and fails unless both print the same on stdout and exit the same,
 # the plan routes something, and (--expect KIND) a route of each KIND was
-# planned and served allocations.  Exit 77 (skipped) when PROGRAM is not
-# installed.
+# planned and served allocations, and (--max-held) the routes held at most
+# BYTES at their peak (a plan that mixes a long-lived site into a short-lived
+# site's region keeps every block live).  Exit 77 (skipped) when PROGRAM is
+# not installed.
 set -u
 advisor=$1 work=$2
 shift 2
 stdin=/dev/null
 expect=()
+max_held=
 while [ $# -gt 0 ]; do
   case $1 in
     --stdin) stdin=$2; shift 2 ;;
     --expect) expect+=("$2"); shift 2 ;;
+    --max-held) max_held=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "apply.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -50,6 +54,10 @@ for k in "${expect[@]}"; do
   n=$(awk -v k="$k" '$1 == "route" && $3 == k { n += $5 } END { print n + 0 }' "$work/stats")
   [ "$n" -gt 0 ] || fail "no $k route served an allocation ($work/plan, $work/stats)"
 done
+held=$(awk '$1 == "held_peak" { print $2 }' "$work/stats")
+if [ -n "$max_held" ] && [ "${held:-0}" -gt "$max_held" ]; then
+  fail "the routes held $held bytes at their peak, more than $max_held ($work/plan, $work/stats)"
+fi
 echo "apply.sh: $(basename "$1"): same output and status ($native) under the plan; $routed allocations routed:"
 grep '^route' "$work/stats" | sed 's/^/  /'
 exit 0
