@@ -4,9 +4,9 @@
  * back (profile.c), frames resolved to symbols (symbols.c), sites folded
  * (fold.c), judged (judge.c: the rules, their thresholds) and handed on
  * (analyze.c), the per-operation costs of this machine (calibrate.c), the
- * reports (report.c: text and JSON; svg.c), the trace's plan chunk and
- * its decoding (trace.c, with tables.c and trace.h) and its replay
- * (replay.c).  The recorder's side is advise/record/; what both share,
+ * reports (report.c: text and JSON; svg.c) and their comparison
+ * (diff.c), the trace's plan chunk and its decoding (trace.c, with
+ * tables.c and trace.h) and its replay (replay.c).  The recorder's side is advise/record/; what both share,
  * advise/common/. */
 #ifndef MEMRES_ADVISE_ANALYSIS_H
 #define MEMRES_ADVISE_ANALYSIS_H
@@ -302,5 +302,12 @@ int mra_trace_append_plan(const char *path, const struct mra_analysis *a);
 /* `memres-advise replay TRACE [--json FILE]` (argv[0] is "replay"):
  * returns the exit status. */
 int mra_replay_main(int argc, char **argv);
+
+/* ---- comparing two reports (diff.c, reading them with json_read.h) ---- */
+
+/* `memres-advise diff A.json B.json` (argv[0] is "diff"): 0 (the
+ * comparison on stdout), or 2 with a message (bad arguments, a file that
+ * cannot be read, is not JSON or not a report of version 1). */
+int mra_diff_main(int argc, char **argv);
 
 #endif

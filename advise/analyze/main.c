@@ -7,6 +7,7 @@
  *   memres-advise measure ... -- PROGRAM [ARGS...]
  *   memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]
  *   memres-advise replay TRACE [--json FILE]
+ *   memres-advise diff A.json B.json
  *
  * Runs PROGRAM (run.c: fork + execvp) with the recorder preloaded and the
  * environment of format.h, its stdin, stdout and stderr untouched, and
@@ -53,6 +54,7 @@ static void usage(FILE *f)
             "       memres-advise measure [options as above] -- PROGRAM [ARGS...]\n"
             "       memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]\n"
             "       memres-advise replay TRACE [--json FILE]\n"
+            "       memres-advise diff A.json B.json\n"
             "\n"
             "Runs PROGRAM with an allocation recorder preloaded and says which allocation sites\n"
             "would gain from a memres arena, arena with marks, object pool or size-class pools,\n"
@@ -83,6 +85,7 @@ static void usage(FILE *f)
             "  apply PLAN       runs PROGRAM with the plan applied (libmemres-advise-apply.so preloaded;\n"
             "                   --stats FILE: what it routed)\n"
             "  replay TRACE     replays a trace against glibc malloc and the recommended memres plan\n"
+            "  diff A.json B.json  compares two --json reports site by site\n"
             "\n"
             "Environment: MEMRES_ADVISE_RECORDER (the recorder library), MEMRES_ADVISE_APPLY_LIB\n"
             "(the apply runtime), MEMRES_ADVISE_ZEROCOST (a zero-cost malloc for measure), TMPDIR,\n"
@@ -341,6 +344,8 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "diff") == 0)
+        return mra_diff_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "replay") == 0)
         return mra_replay_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "apply") == 0)
