@@ -21,6 +21,7 @@
  * a report that cannot be read, is not JSON or is not memres-advise's
  * version 1: a message on stderr and exit 2. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,17 +58,24 @@ static const char *base_name(const char *p)
     return b ? b + 1 : p;
 }
 
+/* A count or offset from a report: a number outside 0..2^64 (not one
+ * memres-advise writes) as 0, not converted out of range. */
+static unsigned long long as_u64(double v)
+{
+    return v >= 0 && v < 18446744073709551616.0 ? (unsigned long long)v : 0;
+}
+
 /* Appends the identity of one frame to *buf (a growing string). */
 static int frame_key(const struct mra_json *fr, char **buf, size_t *len)
 {
     const char *fn = mra_json_str(mra_json_get(fr, "function"));
     const char *file = mra_json_str(mra_json_get(fr, "file"));
     const char *mod = mra_json_str(mra_json_get(fr, "module"));
-    double line = mra_json_num(mra_json_get(fr, "line"), 0);
-    unsigned long long off = (unsigned long long)mra_json_num(mra_json_get(fr, "offset"), 0);
+    unsigned long long line = as_u64(mra_json_num(mra_json_get(fr, "line"), 0));
+    unsigned long long off = as_u64(mra_json_num(mra_json_get(fr, "offset"), 0));
     char one[1024];
     if (fn && file)
-        snprintf(one, sizeof one, "%s %s:%.0f", fn, base_name(file), line);
+        snprintf(one, sizeof one, "%s %s:%llu", fn, base_name(file), line);
     else if (fn)
         snprintf(one, sizeof one, "%s+0x%llx (%s)", fn, off, mod ? base_name(mod) : "?");
     else
@@ -114,7 +122,8 @@ static int read_sites(struct dreport *r)
                 return bad(r->path, "out of memory");
         if (!d->key && !(d->key = strdup("(no frames)")))
             return bad(r->path, "out of memory");
-        d->id = (unsigned)mra_json_num(mra_json_get(s, "id"), 0);
+        unsigned long long id = as_u64(mra_json_num(mra_json_get(s, "id"), 0));
+        d->id = id <= UINT_MAX ? (unsigned)id : 0;
         d->allocations = mra_json_num(mra_json_get(s, "allocations"), 0);
         d->bytes = mra_json_num(mra_json_get(s, "bytes"), 0);
         d->glibc_ns = mra_json_num(mra_json_get(s, "glibc_ns"), 0);
