@@ -7,10 +7,11 @@
  * error found is the one reported (inner calls set it, outer calls keep
  * it).  Strict where a lenient reader would guess: a number must match
  * RFC 8259's grammar (no leading '+' or zeros, no hex, no inf/nan), a
- * string may hold no raw control character, a \u escape of a high
- * surrogate must be followed by its low one, and the literals are matched
- * whole.  Not supported: documents over SIZE_MAX / 2, keys compared other
- * than byte by byte (the reports' keys are ASCII). */
+ * string may hold no raw control character nor a byte that is not
+ * well-formed UTF-8, a \u escape of a high surrogate must be followed by
+ * its low one, a lone low surrogate is refused, and the literals are
+ * matched whole.  Not supported: keys compared other than byte by byte
+ * (the reports' keys are ASCII), numbers of more than 63 characters. */
 #include "json_read.h"
 
 #include <errno.h>
@@ -134,6 +135,33 @@ static char *unescape(struct reader *r, char *o)
     return put_utf8(o, cp);
 }
 
+/* The length of the well-formed UTF-8 sequence at p (before end), or 0:
+ * RFC 3629's table of first bytes and the range of the byte after each
+ * (no overlong form, no surrogate, nothing above U+10FFFF); the bytes
+ * after those are 80..BF. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+    static const struct {
+        unsigned char first_lo, first_hi, second_lo, second_hi, n;
+    } tab[] = {
+        { 0xc2, 0xdf, 0x80, 0xbf, 2 }, { 0xe0, 0xe0, 0xa0, 0xbf, 3 }, { 0xe1, 0xec, 0x80, 0xbf, 3 },
+        { 0xed, 0xed, 0x80, 0x9f, 3 }, { 0xee, 0xef, 0x80, 0xbf, 3 }, { 0xf0, 0xf0, 0x90, 0xbf, 4 },
+        { 0xf1, 0xf3, 0x80, 0xbf, 4 }, { 0xf4, 0xf4, 0x80, 0x8f, 4 },
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++) {
+        if (p[0] < tab[i].first_lo || p[0] > tab[i].first_hi)
+            continue;
+        size_t n = tab[i].n;
+        if ((size_t)(end - p) < n || p[1] < tab[i].second_lo || p[1] > tab[i].second_hi)
+            return 0;
+        for (size_t k = 2; k < n; k++)
+            if (p[k] < 0x80 || p[k] > 0xbf)
+                return 0;
+        return n;
+    }
+    return 0;
+}
+
 static int string(struct reader *r, char **out)
 {
     if (!at_char(r, '"'))
@@ -153,6 +181,17 @@ static int string(struct reader *r, char **out)
         if (c < 0x20) {
             free(s);
             return fail(r, "a control character in a string");
+        }
+        if (c >= 0x80) {
+            size_t n = utf8_seq((const unsigned char *)r->p, (const unsigned char *)close);
+            if (!n) {
+                free(s);
+                return fail(r, "a byte that is not UTF-8 in a string");
+            }
+            memcpy(o, r->p, n);
+            o += n;
+            r->p += n;
+            continue;
         }
         if (c != '\\') {
             *o++ = (char)c;
@@ -183,14 +222,17 @@ static int number(struct reader *r, double *out)
         while (q < r->end && *q >= '0' && *q <= '9')
             q++;
     } else {
+        r->p = q;
         return fail(r, "a bad number");
     }
     if (q < r->end && *q == '.') {
         const char *d = ++q;
         while (q < r->end && *q >= '0' && *q <= '9')
             q++;
-        if (q == d)
+        if (q == d) {
+            r->p = q;
             return fail(r, "a bad number (no digit after '.')");
+        }
     }
     if (q < r->end && (*q == 'e' || *q == 'E')) {
         q++;
@@ -199,8 +241,10 @@ static int number(struct reader *r, double *out)
         const char *d = q;
         while (q < r->end && *q >= '0' && *q <= '9')
             q++;
-        if (q == d)
+        if (q == d) {
+            r->p = q;
             return fail(r, "a bad number (no digit in the exponent)");
+        }
     }
     /* strtod on a NUL-terminated copy: the text need not end after it */
     char buf[64];

@@ -22,8 +22,9 @@ struct mra_json {
 };
 
 /* Parses text[0..len) as one JSON document (RFC 8259: no trailing
- * commas, no comments, numbers by the grammar, escapes checked, surrogate
- * pairs joined, at most 200 levels deep, nothing after it but blanks).
+ * commas, no comments, numbers by the grammar, strings of UTF-8, escapes
+ * checked, surrogate pairs joined, at most 200 levels deep, nothing after
+ * it but blanks).
  * 0 and *out filled in, or -1 with *err (what was wrong) and *at (its
  * byte offset) set and nothing left allocated. */
 int mra_json_parse(const char *text, size_t len, struct mra_json *out, const char **err, size_t *at);

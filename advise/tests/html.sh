@@ -13,9 +13,10 @@
 #       must be drawn, and a screenshot must come out.
 #   html.sh big HTML_PAGE WORKDIR N LIMIT_MS
 #       writes the page of a synthetic analysis of N sites (html_page.c)
-#       and loads it in headless Chromium: it must render without an
-#       exception in under LIMIT_MS, as the page's own performance.now()
-#       at the end of its script says (printed: the figure of the target).
+#       and loads it in headless Chromium three times: it must render
+#       without an exception, and the least of the three in under
+#       LIMIT_MS, as the page's own performance.now() at the end of its
+#       script says (printed: the figure of the target).
 #
 # Exit 77 (skipped) where Chromium is needed and not installed
 # ($CHROMIUM, else chromium or chromium-browser on PATH).
@@ -98,12 +99,20 @@ big)
   mkdir -p "$work"
   page=$work/big.html
   "$tool" "$n" "$page" || fail "html_page could not write the page"
-  load "$work" "$page"
+  # the least of three loads: what else runs on the machine only ever adds
+  best= all=
+  for try in 1 2 3; do
+    load "$work" "$page"
+    all="$all ${render_ms}"
+    if [ -z "$best" ] || awk -v t="$render_ms" -v b="$best" 'BEGIN { exit !(t < b) }'; then best=$render_ms; fi
+  done
+  render_ms=$best
   rows=$(grep -o '<tr data-i=' "$work/dom.html" | wc -l)
   [ "$rows" -ge 1 ] && [ "$rows" -le 500 ] || fail "$rows rows drawn at once (a page of them is the design)"
   grep -q 'evil&lt;/script&gt;&lt;!--&lt;script&gt;0' "$work/dom.html" ||
     fail "a function name holding </script><!-- did not come through as text"
-  echo "html.sh: $n sites: $(wc -c <"$page") bytes, rendered by Chromium in $render_ms ms (limit $limit ms)"
+  echo "html.sh: $n sites: $(wc -c <"$page") bytes, rendered by Chromium in $render_ms ms, the least of" \
+    "three loads (ms:$all; limit $limit ms)"
   awk -v t="$render_ms" -v l="$limit" 'BEGIN { exit !(t < l) }' || fail "$n sites took $render_ms ms to render, over $limit ms"
   ;;
 *)
