@@ -26,7 +26,8 @@
 #              memres consumed from source (add_subdirectory, FetchContent)
 # The Lua and SQLite integrations (integrations/) and memres-advise (advise/,
 # which needs libdw) are built and tested in every configuration: their
-# packages are in the list below.
+# packages are in the list below (chromium: memres-advise's HTML page is
+# loaded in headless Chromium by advise/tests/html.sh).
 # Usage: scripts/test.sh [release|asan|tsan|valgrind|fuzz|package ...]   (default: all six)
 # MEMRES_SKIP_APT=1 skips the package step.
 set -euo pipefail
