@@ -39,6 +39,7 @@
  * out, sets the title to "memres-advise: ok" and writes performance.now()
  * into #render-ms; an exception sets the title to "memres-advise: error
  * ..." (the tests load the page in headless Chromium and read both). */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -584,13 +585,14 @@ static void data_string(FILE *f, const char *s, size_t max)
     fputc('"', f);
 }
 
-/* A number as short as it reads: integers whole, others to 4 digits. */
+/* A number as short as it reads: whole numbers whole (below 2^53, where
+ * a double holds them exactly), others to 4 digits; JSON has no NaN. */
 static void data_num(FILE *f, double v)
 {
-    if (!(v == v) || v > 1e300 || v < -1e300)
+    if (!isfinite(v))
         v = 0;
-    if (v == (double)(long long)v)
-        fprintf(f, "%lld", (long long)v);
+    if (fabs(v) < 9e15 && v == floor(v))
+        fprintf(f, "%.0f", v);
     else
         fprintf(f, "%.4g", v);
 }
