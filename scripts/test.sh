@@ -26,7 +26,8 @@
 #              memres consumed from source (add_subdirectory, FetchContent)
 # The Lua and SQLite integrations (integrations/) and memres-advise (advise/,
 # which needs libdw) are built and tested in every configuration: their
-# packages are in the list below.
+# packages are in the list below (chromium: memres-advise's HTML page is
+# loaded in headless Chromium by advise/tests/html.sh).
 # Usage: scripts/test.sh [release|asan|tsan|valgrind|fuzz|package ...]   (default: all six)
 # MEMRES_SKIP_APT=1 skips the package step.
 set -euo pipefail
@@ -39,7 +40,7 @@ if [ "${MEMRES_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null; then
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     cmake make gcc g++ clang libclang-rt-14-dev pkg-config libcmocka-dev valgrind \
-    liblua5.4-dev lua5.4 libsqlite3-dev sqlite3 libdw-dev >/dev/null
+    liblua5.4-dev lua5.4 libsqlite3-dev sqlite3 libdw-dev chromium >/dev/null
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)

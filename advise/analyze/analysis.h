@@ -4,9 +4,9 @@
  * back (profile.c), frames resolved to symbols (symbols.c), sites folded
  * (fold.c), judged (judge.c: the rules, their thresholds) and handed on
  * (analyze.c), the per-operation costs of this machine (calibrate.c), the
- * reports (report.c: text and JSON; svg.c), the trace's plan chunk and
- * its decoding (trace.c, with tables.c and trace.h) and its replay
- * (replay.c).  The recorder's side is advise/record/; what both share,
+ * reports (report.c: text and JSON; svg.c; html.c) and their comparison
+ * (diff.c), the trace's plan chunk and its decoding (trace.c, with
+ * tables.c and trace.h) and its replay (replay.c).  The recorder's side is advise/record/; what both share,
  * advise/common/. */
 #ifndef MEMRES_ADVISE_ANALYSIS_H
 #define MEMRES_ADVISE_ANALYSIS_H
@@ -247,11 +247,28 @@ void mra_analysis_free(struct mra_analysis *a);
  * linear inside a bucket). */
 double mra_hist_quantile(const uint64_t hist[MRA_HIST], double q);
 
-/* ---- reports (report.c, svg.c) ---- */
+/* ---- reports (report.c, svg.c, html.c) ---- */
 
 void mra_report_text(FILE *f, const struct mra_analysis *a);
 void mra_report_json(FILE *f, const struct mra_analysis *a);
 void mra_report_svg(FILE *f, const struct mra_analysis *a);
+
+/* What the HTML page shows beside the analysis (each NULL: not made). */
+struct mra_planned;
+struct mra_html_extra {
+    const struct mra_planned *plan; /* the planned sites */
+    const char *plan_path;       /* the plan file, its text shown (NULL: none) */
+    bool plan_kept;              /* plan_path stays (--plan): its path shown too */
+    const char *measured;        /* measure's table, as it wrote it */
+};
+/* The page's data of a (html.c's head comment: its members but "plan"
+ * and "measured", without the braces), malloc'ed; NULL: out of memory. */
+char *mra_html_data(const struct mra_analysis *a);
+/* The self-contained HTML page (html.c's head comment) of data, with x's
+ * parts: 0, or -1 (a write failed). */
+int mra_html_write(FILE *f, const char *data, const struct mra_html_extra *x);
+/* The same of the analysis a. */
+int mra_report_html(FILE *f, const struct mra_analysis *a, const struct mra_html_extra *x);
 
 /* ---- the plan that `memres-advise apply` carries out (plan.c) ---- */
 
@@ -315,5 +332,12 @@ int mra_trace_append_plan(const char *path, const struct mra_analysis *a);
 /* `memres-advise replay TRACE [--json FILE]` (argv[0] is "replay"):
  * returns the exit status. */
 int mra_replay_main(int argc, char **argv);
+
+/* ---- comparing two reports (diff.c, reading them with json_read.h) ---- */
+
+/* `memres-advise diff A.json B.json` (argv[0] is "diff"): 0 (the
+ * comparison on stdout), or 2 with a message (bad arguments, a file that
+ * cannot be read, is not JSON or not a report of version 1). */
+int mra_diff_main(int argc, char **argv);
 
 #endif

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/analyze/main.c -- memres-advise, the driver:
  *
- *   memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]
- *                 [--depth N] [--top N] [--wrapper NAME]... [--plan FILE]
- *                 [--measure ...] -- PROGRAM [ARGS...]
+ *   memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--html FILE]
+ *                 [--trace FILE] [--depth N] [--top N] [--wrapper NAME]...
+ *                 [--plan FILE] [--measure ...] -- PROGRAM [ARGS...]
  *   memres-advise measure ... -- PROGRAM [ARGS...]
  *   memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]
  *   memres-advise replay TRACE [--json FILE]
+ *   memres-advise diff A.json B.json
  *
  * Runs PROGRAM (run.c: fork + execvp) with the recorder preloaded and the
  * environment of format.h, its stdin, stdout and stderr untouched, and
  * prints nothing before it ends.  Then it reads the profile, resolves
  * symbols, gets this machine's costs, analyses, writes the reports, the
  * trace's plan and the apply plan (plan.c), measures (measure.c) when
- * asked, and exits as the program did (run.c's mra_exit_as).  An exec
+ * asked, writes the HTML page last (html.c: it shows the plan and the
+ * measurement), and exits as the program did (run.c's mra_exit_as).  An exec
  * failure exits 127 (not found) or 126 (not executable), like a shell.
  *
  * The recorder: $MEMRES_ADVISE_RECORDER, else libmemres-advise-recorder.so
@@ -45,7 +47,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--trace FILE]\n"
+            "usage: memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--html FILE] [--trace FILE]\n"
             "                     [--depth N] [--top N] [--min-share PERCENT] [--wrapper NAME]...\n"
             "                     [--plan FILE] [--plan-candidates]\n"
             "                     [--measure [--rounds N] [--per-site] [--no-other-mallocs]]\n"
@@ -53,6 +55,7 @@ static void usage(FILE *f)
             "       memres-advise measure [options as above] -- PROGRAM [ARGS...]\n"
             "       memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]\n"
             "       memres-advise replay TRACE [--json FILE]\n"
+            "       memres-advise diff A.json B.json\n"
             "\n"
             "Runs PROGRAM with an allocation recorder preloaded and says which allocation sites\n"
             "would gain from a memres arena, arena with marks, object pool or size-class pools,\n"
@@ -61,6 +64,8 @@ static void usage(FILE *f)
             "  -o REPORT        the text report to REPORT (default: stderr, after PROGRAM ends)\n"
             "  --json FILE      the report as JSON (\"version\": 1)\n"
             "  --svg FILE       the report as a self-contained SVG picture\n"
+            "  --html FILE      the report as one self-contained HTML page: sortable sites, flame graph,\n"
+            "                   histograms, the plan and the measurement\n"
             "  --trace FILE     also write the compact event stream, for `memres-advise replay`\n"
             "  --depth N        frames per site, 1..%u (default 4)\n"
             "  --top N          sites in the text report (default 10)\n"
@@ -83,6 +88,7 @@ static void usage(FILE *f)
             "  apply PLAN       runs PROGRAM with the plan applied (libmemres-advise-apply.so preloaded;\n"
             "                   --stats FILE: what it routed)\n"
             "  replay TRACE     replays a trace against glibc malloc and the recommended memres plan\n"
+            "  diff A.json B.json  compares two --json reports site by site\n"
             "\n"
             "Environment: MEMRES_ADVISE_RECORDER (the recorder library), MEMRES_ADVISE_APPLY_LIB\n"
             "(the apply runtime), MEMRES_ADVISE_ZEROCOST (a zero-cost malloc for measure), TMPDIR,\n"
@@ -261,9 +267,11 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
     return rc;
 }
 
+/* With html_data, the HTML page's data is kept there (malloc'ed): main
+ * writes the page last. */
 static int analyse_and_report(const struct run *r, const struct mra_options *o, const char *report,
                               const char *json, const char *svg, const char *trace, const char *progname,
-                              const char *plan, struct mra_planned *pl)
+                              const char *plan, struct mra_planned *pl, char **html_data)
 {
     struct stat st;
     if (stat(r->profile, &st) != 0) {
@@ -333,6 +341,10 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
             rc = -1;
         if (plan && write_plans(plan, &p, &a, pl) != 0)
             rc = -1;
+        if (html_data && !(*html_data = mra_html_data(&a))) {
+            fprintf(stderr, "memres-advise: out of memory writing the HTML page\n");
+            rc = -1;
+        }
         mra_analysis_free(&a);
     }
     mra_symbols_free(sym);
@@ -340,8 +352,34 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
     return rc;
 }
 
+/* The HTML page to path, after the plan and the measurement. */
+static int write_html(const char *path, const char *data, const char *plan, bool plan_kept,
+                      const struct mra_planned *pl, const char *measured)
+{
+    FILE *f = data ? open_out(path) : NULL;
+    if (!f)
+        return -1;
+    struct mra_html_extra x = { .plan = plan ? pl : NULL, .plan_path = plan, .plan_kept = plan_kept,
+                                .measured = measured };
+    int rc = mra_html_write(f, data, &x);
+    return close_out(f, path) | rc;
+}
+
+/* measure's table to f, and with text also kept there for the page. */
+static void measure_to(FILE *f, char **argv, const char *plan, const struct mra_planned *pl,
+                       const struct mra_measure_options *mo, char **text)
+{
+    size_t len;
+    FILE *m = text ? open_memstream(text, &len) : NULL;
+    mra_measure(argv, plan, pl, mo, m ? m : f);
+    if (m && fclose(m) == 0 && *text)
+        fputs(*text, f);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "diff") == 0)
+        return mra_diff_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "replay") == 0)
         return mra_replay_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "apply") == 0)
@@ -368,7 +406,8 @@ int main(int argc, char **argv)
             return bad_usage("MEMRES_ADVISE_MODEL wants timed or calibrated, not", model);
         o.th.min_timed_samples = 0;
     }
-    const char *report = NULL, *json = NULL, *svg = NULL, *trace = NULL;
+    const char *report = NULL, *json = NULL, *svg = NULL, *html = NULL, *trace = NULL;
+    char *html_data = NULL, *measured = NULL;
     const char *save_profile = NULL, *from_profile = NULL;
     const char **wrappers = calloc((size_t)argc + 1, sizeof *wrappers);
     if (!wrappers)
@@ -410,7 +449,7 @@ int main(int argc, char **argv)
         static const char *const withval[] = { "-o", "--json", "--svg", "--trace", "--depth", "--top", "--wrapper",
                                                "--output",
                                                "--save-profile", "--analyze-profile", "--min-share", "--plan",
-                                               "--rounds" };
+                                               "--rounds", "--html" };
         const char *val = NULL;
         size_t which = SIZE_MAX;
         for (size_t k = 0; k < sizeof withval / sizeof *withval; k++) {
@@ -452,6 +491,7 @@ int main(int argc, char **argv)
             if (parse_uint(val, 1, MRA_MEASURE_ROUNDS_MAX, &mo.rounds) != 0)
                 return bad_usage("--rounds wants 1..101, not", val);
             break;
+        case 13: html = val; break;
         case 6:
             if (!*val)
                 return bad_usage("--wrapper wants a name", NULL);
@@ -466,7 +506,10 @@ int main(int argc, char **argv)
         /* no program: the analysis of a saved profile */
         struct run fr = { .profile = (char *)(uintptr_t)from_profile };
         int rc = analyse_and_report(&fr, &o, report, json, svg, trace, from_profile, plan,
-                                    &planned);
+                                    &planned, html ? &html_data : NULL);
+        if (html && write_html(html, html_data, plan, true, &planned, NULL) != 0)
+            rc = -1;
+        free(html_data);
         free(wrappers);
         return rc == 0 ? 0 : 1;
     }
@@ -523,19 +566,27 @@ int main(int argc, char **argv)
     }
     if (measure)
         planned.dir = r.dir;
-    int arc = analyse_and_report(&r, &o, report, json, svg, trace_abs, argv[i], plan, &planned);
+    int arc = analyse_and_report(&r, &o, report, json, svg, trace_abs, argv[i], plan, &planned,
+                                 html ? &html_data : NULL);
     if (measure && arc == 0 && WIFEXITED(r.status)) {
         lseek(0, 0, SEEK_SET);
         FILE *mf = report ? fopen(report, "a") : stderr;
         if (planned.n == 0) {
-            fprintf(mf ? mf : stderr, "\nmeasure: the plan routes no site (nothing recommended; "
-                                      "--plan-candidates plans every site the rules name)\n");
+            static const char none[] = "\nmeasure: the plan routes no site (nothing recommended; "
+                                       "--plan-candidates plans every site the rules name)\n";
+            fputs(none, mf ? mf : stderr);
+            if (html)
+                measured = strdup(none);
         } else if (mf) {
-            mra_measure(argv + i, plan, &planned, &mo, mf);
+            measure_to(mf, argv + i, plan, &planned, &mo, html ? &measured : NULL);
         }
         if (mf && mf != stderr)
             fclose(mf);
     }
+    if (html && html_data)
+        write_html(html, html_data, plan, plan != plan_tmp, &planned, measured);
+    free(html_data);
+    free(measured);
     for (size_t k = 0; k < planned.n; k++)
         if (planned.s[k].plan[0])
             unlink(planned.s[k].plan);
