@@ -380,6 +380,8 @@ static const char *const page_js[] = {
     "    [\"in glibc\", ns(s.glibc_ns) + \" (\" + cnt(s.glibc_samples) + \" timed samples, under the recorder)\"],",
     "    [\"reason\", esc(s.reason)]",
     "  ];",
+    "  if (s.near) fig.push([\"near a threshold\", esc(s.near)]);",
+    "  if (s.change) fig.push([\"change\", esc(s.change)]);",
     "  if (s.recommendation !== \"none\") {",
     "    fig.push([\"memory\", (s.memory_delta_bytes >= 0 ? \"+\" : \"\") + by(s.memory_delta_bytes) + \" "
         "(estimate)\" +",
@@ -760,7 +762,8 @@ static const char site_columns[] =
     "\"never_freed_objects\",\"never_freed_bytes\",\"arena_peak_bytes\",\"mean_ticks\",\"median_ticks\","
     "\"p90_ticks\",\"mean_ns\",\"median_ns\",\"p90_ns\",\"hist_ticks\",\"hist_ns\",\"freed_together_share\","
     "\"stack_like_share\",\"remote_share\",\"reallocs\",\"realloc_moves\",\"realloc_chain_max\",\"glibc_ns\","
-    "\"glibc_samples\",\"predicted_saving_ns\",\"memory_delta_bytes\",\"retention_warning\",\"reason\",\"sketch\"";
+    "\"glibc_samples\",\"predicted_saving_ns\",\"memory_delta_bytes\",\"retention_warning\",\"reason\",\"change\","
+    "\"near\",\"sketch\"";
 
 static int data_site(FILE *f, struct tables *t, const struct mra_site *s)
 {
@@ -806,6 +809,10 @@ static int data_site(FILE *f, struct tables *t, const struct mra_site *s)
     data_num(f, s->predicted_saving_ns);
     fprintf(f, ",%lld,%d,", (long long)s->memory_delta_bytes, s->retention_warning);
     data_string(f, s->reason, sizeof s->reason);
+    fputc(',', f);
+    data_string(f, s->change, sizeof s->change);
+    fputc(',', f);
+    data_string(f, s->near, sizeof s->near);
     /* the sketch where something is recommended: the page shows it there */
     if (s->rec != MRA_NONE) {
         fputs(",[", f);
