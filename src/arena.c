@@ -19,9 +19,16 @@
  * is taken from upstream and inserted right after cur.  Because a rewind or
  * reset only moves cur back, replaying the same sequence of requests walks
  * the same blocks in the same order: the same addresses, no upstream call.
- * Growth sizes double from block_size to max_block_size and are rounded to
- * 64 bytes below a page and to pages above -- the upstream sees exactly that
- * size, never a power of two plus our header.
+ * Growth sizes double from block_size to max_block_size, but while the
+ * arena holds 3 MiB to 12 MiB a new block is no larger than a twelfth of
+ * that (MRI_ARENA_GROWTH_SHARE and its bounds) unless the request needs
+ * it: the newest block's unused tail is then a
+ * small share of the whole, where a doubled block could be as large as all
+ * the rest and nearly empty.  Sizes are rounded to 64 bytes below a page
+ * and to pages above -- the upstream sees exactly that size, never a power
+ * of two plus our header.  The growth size (next_size) still doubles with
+ * each block taken: it is the bound above which a request gets a dedicated
+ * block, and it moves as it did, so replays take the same decisions.
  *
  * A request larger than the growth size gets a dedicated block (list `big`,
  * newest first) and the current block stays current, so the free tail of cur
@@ -237,6 +244,25 @@ static void *alloc_dedicated(mr_arena *a, size_t size, size_t rsize, size_t alig
     return (void *)p;
 }
 
+/* The size of a new chain block where the growth size allows bsize and the
+ * request needs need bytes of data: bsize, cut to the arena's share
+ * (MRI_ARENA_GROWTH_SHARE of what it holds, at least MRI_ARENA_SHARE_FLOOR
+ * and block_size; not cut once the share reaches MRI_ARENA_SHARE_CEIL) but
+ * never below what holds the request. */
+static size_t share_cut(const mr_arena *a, size_t bsize, size_t need)
+{
+    size_t share = a->ledger.held / MRI_ARENA_GROWTH_SHARE, least;
+    if (share < MRI_ARENA_SHARE_FLOOR)
+        share = MRI_ARENA_SHARE_FLOOR;
+    if (share >= bsize || share >= MRI_ARENA_SHARE_CEIL)
+        return bsize;
+    if (share < a->block_size)
+        share = a->block_size;
+    if (mri_round_block(MRI_BLOCK_HDR + need, &least) && share < least)
+        share = least; /* need <= bsize - MRI_BLOCK_HDR: least <= bsize */
+    return mri_round_block(share, &share) && share < bsize ? share : bsize;
+}
+
 size_t mri_arena_next_growth(size_t cur, size_t max)
 {
     size_t n;
@@ -301,7 +327,8 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
             if (bsize < MRI_BLOCK_HDR + need)
                 return mri_fail(ENOMEM);
         }
-        b = new_block(a, bsize);
+        const bool grow = bsize == a->next_size;
+        b = new_block(a, share_cut(a, bsize, need));
         if (b == NULL)
             return NULL;
         if (a->hot.cur != NULL) {
@@ -311,7 +338,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
             b->next = a->head;
             a->head = b;
         }
-        if (bsize == a->next_size)
+        if (grow)
             a->next_size = mri_arena_next_growth(a->next_size, a->max_block_size);
     }
     if (a->hot.cur != NULL) {
