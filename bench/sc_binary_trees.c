@@ -40,6 +40,12 @@
  *                            ONE mr_objpool of nodes, thread_safe = true,
  *                            shared the same way, mr_objpool_free per node
  *                            (no reset: other threads' trees are live)
+ *   memres pools (shared, local handle)
+ *   memres objpool (shared, local handle)
+ *                            the same shared pools, each job through its
+ *                            thread's handle (mr_pools_local_get /
+ *                            mr_objpool_local_get, once per job):
+ *                            mr_pools_local_alloc / _free per node
  *   bump pointer             a hand-written inline bump pointer (one compare,
  *                            one add) over one malloc'd block that fits the
  *                            largest tree; the mark is restored per tree
@@ -79,6 +85,8 @@ BT_RUN(run_objpool, bt_objpool_ops, 1)
 BT_RUN(run_pools_own, bt_pools_own_ops, 1)
 BT_RUN(run_pools_shared, bt_pools_shared_ops, 1)
 BT_RUN(run_objpool_shared, bt_objpool_shared_ops, 1)
+BT_RUN(run_pools_local, bt_pools_local_ops, 1)
+BT_RUN(run_objpool_local, bt_objpool_local_ops, 1)
 BT_RUN(run_bump, bt_bump_ops, 1)
 BT_RUN(run_bump_huge, bt_bump_huge_ops, 1)
 #ifdef BENCH_HAVE_APR
@@ -149,6 +157,8 @@ const bench_variant bench_binary_trees[] = {
     BT("memres pools (per thread)", BENCH_MEMRES, true, NULL, run_pools_own),
     BT("memres pools (shared, thread-safe)", BENCH_MEMRES, true, NULL, run_pools_shared),
     BT("memres objpool (shared, thread-safe)", BENCH_MEMRES, true, NULL, run_objpool_shared),
+    BT("memres pools (shared, local handle)", BENCH_MEMRES, true, NULL, run_pools_local),
+    BT("memres objpool (shared, local handle)", BENCH_MEMRES, true, NULL, run_objpool_local),
     BT("bump pointer", BENCH_LIMIT, true, NULL, run_bump),
     BT("bump pointer/huge pages", BENCH_LIMIT, true, NULL, run_bump_huge),
     BT("apr pool", BENCH_PEER, true, bench_apr_unavailable, run_apr),

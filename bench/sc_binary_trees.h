@@ -142,6 +142,8 @@ extern const bt_ops bt_objpool_ops;
 extern const bt_ops bt_pools_own_ops;
 extern const bt_ops bt_pools_shared_ops;
 extern const bt_ops bt_objpool_shared_ops;
+extern const bt_ops bt_pools_local_ops;
+extern const bt_ops bt_objpool_local_ops;
 /* malloc, the reference limit and the C peers (sc_binary_trees_peers.c): */
 extern const bt_ops bt_malloc_ops;
 extern const bt_ops bt_bump_ops;

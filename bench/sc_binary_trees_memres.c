@@ -181,6 +181,8 @@ typedef struct bt_shared_pool {
 typedef struct pool_ctx {
     void *pool; /* mr_pools * or mr_objpool * */
     bt_shared_pool *shared;
+    void *local; /* the local-handle variants: the running thread's handle of pool
+                    (mr_pools_local * or mr_objpool_local *), taken per job */
 } pool_ctx;
 
 static inline bt_node *pools_node(mr_pools *p)
@@ -218,6 +220,83 @@ static void objpool_free_tree(mr_objpool *p, bt_node *t)
 #define OBJPOOL_TS_HANDLE(c) ((mr_objpool *)(c)->pool)
 BT_VARIANT_H(bt_objpool_ts, pool_ctx, mr_objpool, OBJPOOL_TS_HANDLE, objpool_node, OBJPOOL_BEGIN,
              OBJPOOL_TS_END)
+
+/* The shared pools through the running thread's handle (mr_pools_local_get,
+ * mr_objpool_local_get): taken once per job -- each make, drop and trees
+ * call, in the thread that runs it (a context's thread may change between
+ * depths without --persistent) -- and passed down the recursion in place
+ * of the pool. */
+static inline bt_node *pools_local_node(mr_pools_local *l)
+{
+    bt_node *n = mr_pools_local_alloc(l, sizeof *n, _Alignof(bt_node));
+    if (MR_UNLIKELY(n == NULL))
+        bt_oom();
+    return n;
+}
+
+static void pools_local_free_tree(mr_pools_local *l, bt_node *t)
+{
+    if (t->left) {
+        pools_local_free_tree(l, t->left);
+        pools_local_free_tree(l, t->right);
+    }
+    mr_pools_local_free(l, t, sizeof *t, _Alignof(bt_node));
+}
+
+#define POOLS_LOCAL_END(c, t) pools_local_free_tree(POOLS_LOCAL_HANDLE(c), (t))
+#define POOLS_LOCAL_HANDLE(c) ((mr_pools_local *)(c)->local)
+BT_VARIANT_H(bt_pools_local_in, pool_ctx, mr_pools_local, POOLS_LOCAL_HANDLE, pools_local_node, POOLS_BEGIN,
+             POOLS_LOCAL_END)
+
+static inline bt_node *objpool_local_node(mr_objpool_local *l)
+{
+    bt_node *n = mr_objpool_local_alloc(l);
+    if (MR_UNLIKELY(n == NULL))
+        bt_oom();
+    return n;
+}
+
+static void objpool_local_free_tree(mr_objpool_local *l, bt_node *t)
+{
+    if (t->left) {
+        objpool_local_free_tree(l, t->left);
+        objpool_local_free_tree(l, t->right);
+    }
+    mr_objpool_local_free(l, t);
+}
+
+#define OBJPOOL_LOCAL_END(c, t) objpool_local_free_tree(OBJPOOL_LOCAL_HANDLE(c), (t))
+#define OBJPOOL_LOCAL_HANDLE(c) ((mr_objpool_local *)(c)->local)
+BT_VARIANT_H(bt_objpool_local_in, pool_ctx, mr_objpool_local, OBJPOOL_LOCAL_HANDLE, objpool_local_node,
+             OBJPOOL_BEGIN, OBJPOOL_LOCAL_END)
+
+/* The running thread's handle into the context, then the generated code. */
+static void local_take(pool_ctx *c)
+{
+    c->local = c->shared->kind == BT_POOLS ? (void *)mr_pools_local_get(c->pool)
+                                           : (void *)mr_objpool_local_get(c->pool);
+    if (MR_UNLIKELY(c->local == NULL))
+        bt_oom();
+}
+
+#define BT_LOCAL_OPS(prefix)                                                   \
+    static bt_node *prefix##_make(void *vc, int d)                             \
+    {                                                                          \
+        local_take(vc);                                                        \
+        return prefix##_in_make(vc, d);                                        \
+    }                                                                          \
+    static void prefix##_drop(void *vc, bt_node *t)                            \
+    {                                                                          \
+        local_take(vc);                                                        \
+        prefix##_in_drop(vc, t);                                               \
+    }                                                                          \
+    static int64_t prefix##_trees(void *vc, int d, int64_t count)              \
+    {                                                                          \
+        local_take(vc);                                                        \
+        return prefix##_in_trees(vc, d, count);                                \
+    }
+BT_LOCAL_OPS(bt_pools_local)
+BT_LOCAL_OPS(bt_objpool_local)
 
 static void *pools_own_new(void *shared, int max_depth)
 {
@@ -320,4 +399,12 @@ const bt_ops bt_pools_shared_ops = {
 const bt_ops bt_objpool_shared_ops = {
     objpool_shared_new, shared_free,        shared_ctx_new,      free,
     bt_objpool_ts_make, bt_objpool_ts_drop, bt_objpool_ts_trees, pool_stats
+};
+const bt_ops bt_pools_local_ops = {
+    pools_shared_new,    shared_free,          shared_ctx_new,        free,
+    bt_pools_local_make, bt_pools_local_drop, bt_pools_local_trees, pool_stats
+};
+const bt_ops bt_objpool_local_ops = {
+    objpool_shared_new,    shared_free,            shared_ctx_new,          free,
+    bt_objpool_local_make, bt_objpool_local_drop, bt_objpool_local_trees, pool_stats
 };

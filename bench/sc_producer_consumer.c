@@ -38,6 +38,11 @@
  *                                        the tool for mixed sizes; it is here
  *                                        because no other scenario frees
  *                                        objpool objects on another thread
+ *   memres pools (shared, local handle)
+ *   memres objpool (shared, local handle)
+ *                                        the same pools, each producer and
+ *                                        consumer through its own handle
+ *                                        (mr_*_local_get once per thread)
  *   pmr sync pool                        ONE std::pmr::synchronized_pool_
  *                                        resource (sc_producer_consumer_pmr.cpp;
  *                                        called through a C function per
@@ -252,17 +257,29 @@ static inline void *pc_pop(pc_run *run, pc_ring *q, size_t *head, size_t *tail)
     return p;
 }
 
-/* PC_THREADS(prefix, ALLOC, FREE) defines prefix_producer and
+/* PC_THREADS_H(prefix, HANDLE, ALLOC, FREE) defines prefix_producer and
  * prefix_consumer, the thread bodies, with the allocator's calls inlined:
  * ALLOC(a, n) gives n bytes aligned to PC_ALIGN or NULL, FREE(a, p, n) frees
- * them; a is run->alloc. */
-#define PC_THREADS(prefix, ALLOC, FREE)                                                     \
+ * them; a is HANDLE(run->alloc), taken once by each thread (NULL for an
+ * allocator that is not NULL: the thread fails).  PC_THREADS: a is
+ * run->alloc itself. */
+#define PC_THREADS(prefix, ALLOC, FREE) PC_THREADS_H(prefix, PC_SELF, ALLOC, FREE)
+#define PC_SELF(a) (a)
+#define PC_HANDLE_OK(run, a, th)                                                            \
+    do {                                                                                    \
+        if ((a) == NULL && (run)->alloc != NULL) {                                          \
+            pc_fail((run), "no handle", (th)->id);                                          \
+            return NULL;                                                                    \
+        }                                                                                   \
+    } while (0)
+#define PC_THREADS_H(prefix, HANDLE, ALLOC, FREE)                                           \
     static void *prefix##_producer(void *arg)                                               \
     {                                                                                       \
         pc_thread *th = arg;                                                                \
         pc_run *run = th->run;                                                              \
-        void *a = run->alloc;                                                               \
+        void *a = HANDLE(run->alloc);                                                       \
         (void)a;                                                                            \
+        PC_HANDLE_OK(run, a, th);                                                           \
         uint64_t seed = pc_seed(th->round, th->id);                                         \
         size_t tail = atomic_load(&th->ring->tail), head = atomic_load(&th->ring->head);     \
         for (size_t i = 0; i < run->per_round; i++) {                                       \
@@ -286,8 +303,9 @@ static inline void *pc_pop(pc_run *run, pc_ring *q, size_t *head, size_t *tail)
     {                                                                                       \
         pc_thread *th = arg;                                                                \
         pc_run *run = th->run;                                                              \
-        void *a = run->alloc;                                                               \
+        void *a = HANDLE(run->alloc);                                                       \
         (void)a;                                                                            \
+        PC_HANDLE_OK(run, a, th);                                                           \
         uint64_t seed = pc_seed(th->round, th->id);                                         \
         size_t head = atomic_load(&th->ring->head), tail = atomic_load(&th->ring->tail);     \
         for (size_t i = 0; i < run->per_round; i++) {                                       \
@@ -473,9 +491,9 @@ static void pools_held(void *a, size_t *now, size_t *peak)
     *peak = st.peak_held;
 }
 
-static int run_pools(const bench_args *args, bench_out *out)
+/* The rounds with impl's threads on one thread-safe pool. */
+static int pools_rounds(const pc_impl *impl, const bench_args *args, bench_out *out)
 {
-    static const pc_impl impl = { pc_pools_producer, pc_pools_consumer, pools_held };
     mr_pools_options o = { 0 };
     o.thread_safe = true;
     mr_pools *pl = mr_pools_create(&o);
@@ -483,9 +501,28 @@ static int run_pools(const bench_args *args, bench_out *out)
         fprintf(stderr, "producer-consumer: mr_pools_create (thread_safe): %s\n", strerror(errno));
         return 1;
     }
-    int rc = pc_run_rounds(&impl, pl, args, out);
+    int rc = pc_run_rounds(impl, pl, args, out);
     mr_pools_destroy(pl);
     return rc;
+}
+
+static int run_pools(const bench_args *args, bench_out *out)
+{
+    static const pc_impl impl = { pc_pools_producer, pc_pools_consumer, pools_held };
+    return pools_rounds(&impl, args, out);
+}
+
+/* ---- the same pool, each thread through its handle (mr_pools_local_get) ---- */
+
+#define POOLS_LOCAL(a) ((void *)mr_pools_local_get((mr_pools *)(a)))
+#define POOLS_LOCAL_ALLOC(a, n) mr_pools_local_alloc((mr_pools_local *)(a), (n), PC_ALIGN)
+#define POOLS_LOCAL_FREE(a, p, n) mr_pools_local_free((mr_pools_local *)(a), (p), (n), PC_ALIGN)
+PC_THREADS_H(pc_pools_local, POOLS_LOCAL, POOLS_LOCAL_ALLOC, POOLS_LOCAL_FREE)
+
+static int run_pools_local(const bench_args *args, bench_out *out)
+{
+    static const pc_impl impl = { pc_pools_local_producer, pc_pools_local_consumer, pools_held };
+    return pools_rounds(&impl, args, out);
 }
 
 /* ---- memres objpool, one thread-safe pool of 512-byte objects ---- */
@@ -502,17 +539,36 @@ static void objpool_held(void *a, size_t *now, size_t *peak)
     *peak = st.peak_held;
 }
 
-static int run_objpool(const bench_args *args, bench_out *out)
+/* The rounds with impl's threads on one thread-safe object pool. */
+static int objpool_rounds(const pc_impl *impl, const bench_args *args, bench_out *out)
 {
-    static const pc_impl impl = { pc_objpool_producer, pc_objpool_consumer, objpool_held };
     mr_objpool *op = mr_objpool_create(PC_MAX, PC_ALIGN, &(mr_objpool_options){.thread_safe = true});
     if (op == NULL) {
         fprintf(stderr, "producer-consumer: mr_objpool_create (thread_safe): %s\n", strerror(errno));
         return 1;
     }
-    int rc = pc_run_rounds(&impl, op, args, out);
+    int rc = pc_run_rounds(impl, op, args, out);
     mr_objpool_destroy(op);
     return rc;
+}
+
+static int run_objpool(const bench_args *args, bench_out *out)
+{
+    static const pc_impl impl = { pc_objpool_producer, pc_objpool_consumer, objpool_held };
+    return objpool_rounds(&impl, args, out);
+}
+
+/* ---- the same object pool, each thread through its handle ---- */
+
+#define OBJPOOL_LOCAL(a) ((void *)mr_objpool_local_get((mr_objpool *)(a)))
+#define OBJPOOL_LOCAL_ALLOC(a, n) mr_objpool_local_alloc((mr_objpool_local *)(a))
+#define OBJPOOL_LOCAL_FREE(a, p, n) mr_objpool_local_free((mr_objpool_local *)(a), (p))
+PC_THREADS_H(pc_objpool_local, OBJPOOL_LOCAL, OBJPOOL_LOCAL_ALLOC, OBJPOOL_LOCAL_FREE)
+
+static int run_objpool_local(const bench_args *args, bench_out *out)
+{
+    static const pc_impl impl = { pc_objpool_local_producer, pc_objpool_local_consumer, objpool_held };
+    return objpool_rounds(&impl, args, out);
 }
 
 /* ---- std::pmr::synchronized_pool_resource (sc_producer_consumer_pmr.cpp) ---- */
@@ -540,6 +596,8 @@ const bench_variant bench_producer_consumer[] = {
     PC("malloc", BENCH_MALLOC, run_malloc),
     PC("memres pools (shared, thread-safe)", BENCH_MEMRES, run_pools),
     PC("memres objpool (shared, thread-safe)", BENCH_MEMRES, run_objpool),
+    PC("memres pools (shared, local handle)", BENCH_MEMRES, run_pools_local),
+    PC("memres objpool (shared, local handle)", BENCH_MEMRES, run_objpool_local),
     PC("pmr sync pool", BENCH_PEER, run_pmr_sync),
     { 0 },
 };

@@ -24,3 +24,9 @@ FP void *fp_pools_alloc8(mr_pools *p, size_t n) { return mr_pools_alloc(p, n, 8)
 FP void fp_pools_free8(mr_pools *p, void *q, size_t n) { mr_pools_free(p, q, n, 8); }
 FP void *fp_pools_realloc(mr_pools *p, void *q, size_t o, size_t n) { return mr_pools_realloc(p, q, o, n, 8); }
 FP size_t fp_pools_block_size(const mr_pools *p, size_t n) { return mr_pools_block_size(p, n, 8); }
+FP void *fp_pools_local_alloc16(mr_pools_local *l, size_t n) { return mr_pools_local_alloc(l, n, 16); }
+FP void fp_pools_local_free16(mr_pools_local *l, void *q, size_t n) { mr_pools_local_free(l, q, n, 16); }
+FP void *fp_pools_local_alloc_const(mr_pools_local *l) { return mr_pools_local_alloc(l, 16, 8); }
+FP void fp_pools_local_free_const(mr_pools_local *l, void *q) { mr_pools_local_free(l, q, 16, 8); }
+FP void *fp_objpool_local_alloc(mr_objpool_local *l) { return mr_objpool_local_alloc(l); }
+FP void fp_objpool_local_free(mr_objpool_local *l, void *o) { mr_objpool_local_free(l, o); }

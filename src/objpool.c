@@ -81,6 +81,16 @@
 #define HEADER_ALIGN ((size_t)64) /* hot fields in one cache line */
 #define DIR_INITIAL ((size_t)8)
 
+/* The handle of a pool that is not thread-safe: a header and, where a
+ * thread-safe pool's handle has its cache's slot, an empty one with no
+ * room (as mri_tc_none's), which sends every call out of line. */
+struct objpool_local {
+    struct mri_tc_local h;
+    char pad[MRI_TC_LOCAL_SLOTS - sizeof(struct mri_tc_local)];
+    struct mri_tc_slot none;
+};
+_Static_assert(offsetof(struct objpool_local, none) == MRI_TC_LOCAL_SLOTS, "the slot where a handle's is");
+
 struct mr_objpool {
     struct mri_objpool_hot hot; /* first: read by the inline fast paths */
     mr_resource resource;       /* the mr_objpool_resource() view */
@@ -101,6 +111,8 @@ struct mr_objpool {
                                (thread-safe: the engine's chunks have theirs) */
     mr_node node;          /* in the tree of lifetimes (thread-safe: its tree lock
                               follows the engine in the header block) */
+    struct objpool_local local; /* not thread-safe: every thread's handle
+                                   (mr_objpool_local_get), all out of line */
 };
 
 static MRI_UNUSED bool walk(const mr_objpool *p, size_t *steps);
@@ -246,6 +258,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
     p->per_block = per_block;
     p->block_bytes = block_bytes;
     p->align = a;
+    p->local.h = (struct mri_tc_local){0, p->hot.key, p->hot.mark, p};
     if (ts) {
         p->hot.guard = UINTPTR_MAX;
         p->tc = mri_tc_layout((char *)p + off, 1, &p->ledger, up, p->hot.key);
@@ -254,6 +267,7 @@ MR_API mr_objpool *mr_objpool_create(size_t object_size, size_t align, const mr_
         cls->align = a;
         cls->first_blocks = cls->max_blocks = per_block;
         cls->round = false;
+        p->tc->local = (struct mri_tc_local){size, p->hot.key, p->hot.mark, p};
         mri_tc_start(p->tc);
         p->hot.tc_ref = mri_tc_ref(p->tc->index);
     }
@@ -374,6 +388,40 @@ MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj)
     h->frees++;
     mri_track_poison(obj, h->size);
     MRI_WALK(p, walk);
+}
+
+/* ---- the per-thread handle ---- */
+
+MR_API mr_objpool_local *mr_objpool_local_get(mr_objpool *p)
+{
+    if (p == NULL)
+        return mri_fail(EINVAL);
+    struct mri_tc_local *l = p->tc != NULL ? mri_tc_local_get(p->tc) : &p->local.h;
+    return (mr_objpool_local *)(void *)l; /* NULL: errno = ENOMEM */
+}
+
+/* The handle's slow paths: a thread-safe pool's are its own (the cache
+ * they find from the thread's entry is the handle's); a pool that is not
+ * thread-safe takes its inline paths from here. */
+MR_API MR_NOINLINE void *mri_objpool_local_alloc_slow(mr_objpool_local *l)
+{
+    MR_ASSERT(l != NULL, "mr_objpool_local_alloc: handle is NULL");
+    mr_objpool *p = ((struct mri_tc_local *)(void *)l)->pool;
+    if (p->tc == NULL) {
+        void *obj = mri_objpool_take(p);
+        if (obj != NULL)
+            return obj;
+    }
+    return mri_objpool_alloc_slow(p);
+}
+
+MR_API MR_NOINLINE void mri_objpool_local_free_slow(mr_objpool_local *l, void *obj)
+{
+    MR_ASSERT(l != NULL, "mr_objpool_local_free: handle is NULL");
+    mr_objpool *p = ((struct mri_tc_local *)(void *)l)->pool;
+    if (p->tc == NULL && mri_objpool_put(p, obj))
+        return;
+    mri_objpool_free_slow(p, obj);
 }
 
 /* ---- reset / release ---- */
@@ -546,12 +594,17 @@ static bool walk(const mr_objpool *p, size_t *steps)
               "thread-safe pool with the unsynchronised inline paths enabled");
         CHECK(cls->size == size && cls->align == p->align && cls->max_blocks == p->per_block,
               "thread caches: object size %zu, alignment %zu, %zu per block", cls->size, cls->align, cls->max_blocks);
+        CHECK(p->tc->local.key == h->key && p->tc->local.mark == h->mark && p->tc->local.pool == p,
+              "thread-safe pool: the handles' header is not the pool's");
         size_t held = p->header_bytes, blocks = 1;
         return mri_tc_check(p->tc, "mr_objpool_check", p, &held, &blocks) &&
                mri_ledger_verify(&p->ledger, "mr_objpool_check", p, held, blocks);
     }
     CHECK(h->guard == 0 && h->tc_ref == mri_tc_ref(MRI_TC_NONE),
           "guard %#jx / entry %#jx in a pool that is not thread-safe", (uintmax_t)h->guard, (uintmax_t)h->tc_ref);
+    static const struct mri_tc_slot empty;
+    CHECK(p->local.h.pool == p && memcmp(&p->local.none, &empty, sizeof empty) == 0,
+          "the handle: pool %p, or its slot not empty", p->local.h.pool);
     CHECK(p->used <= p->nblocks && p->nblocks <= p->cap, "used %zu, blocks %zu, directory %zu", p->used,
           p->nblocks, p->cap);
     CHECK((p->cap == 0) == (p->blocks == NULL), "directory %p with capacity %zu", (void *)p->blocks, p->cap);

@@ -327,6 +327,38 @@ MR_API struct mri_pools_class *mri_pools_class_for(mr_pools *p, size_t size, siz
     return mri_pools_class_in(p->hot.classes, size - 1, mri_pools_xbits(align));
 }
 
+/* ---- the per-thread handle ---- */
+
+MR_API mr_pools_local *mr_pools_local_get(mr_pools *p)
+{
+    if (p == NULL)
+        return mri_fail(EINVAL);
+    struct mri_tc_local *l = p->tc != NULL ? mri_tc_local_get(p->tc) : &p->local;
+    return (mr_pools_local *)(void *)l; /* NULL: errno = ENOMEM */
+}
+
+/* The handle's slow paths: a thread-safe pool's are its own (the cache
+ * they find from the thread's entry is the handle's); a pool that is not
+ * thread-safe takes its inline paths from here. */
+MR_API MR_NOINLINE void *mri_pools_local_alloc_slow(mr_pools_local *l, size_t size, size_t align)
+{
+    MR_ASSERT(l != NULL, "mr_pools_local_alloc: handle is NULL");
+    mr_pools *p = ((struct mri_tc_local *)(void *)l)->pool;
+    if (p->tc == NULL && MRI_POOLS_ALIGN_OK(align))
+        return mri_pools_alloc_in(p, size, align, mri_pools_xbits(align));
+    return mri_pools_alloc_slow(p, size, align);
+}
+
+MR_API MR_NOINLINE void mri_pools_local_free_slow(mr_pools_local *l, void *ptr, size_t size, size_t align)
+{
+    MR_ASSERT(l != NULL, "mr_pools_local_free: handle is NULL");
+    mr_pools *p = ((struct mri_tc_local *)(void *)l)->pool;
+    if (p->tc == NULL && MRI_POOLS_ALIGN_OK(align))
+        mri_pools_free_in(p, ptr, size, align, mri_pools_xbits(align));
+    else
+        mri_pools_free_slow(p, ptr, size, align);
+}
+
 MR_API void mr_pools_thread_flush(mr_pools *p)
 {
     if (p != NULL && p->tc != NULL)
@@ -372,6 +404,7 @@ static void start_engine(mr_pools *p, size_t off)
         cls->max_blocks = mri_chunk_cap(cls->size, p->max_blocks_opt);
         cls->round = true;
     }
+    p->tc->local = (struct mri_tc_local){p->hot.pool_max, p->hot.key, p->hot.mark, p};
     mri_tc_start(p->tc);
     p->hot.guard = UINTPTR_MAX;      /* the inline free's unsynchronised part never applies (alloc's: alloc_max 0) */
     p->hot.ts_max = p->hot.pool_max; /* one compare picks the thread-safe parts */
@@ -423,6 +456,7 @@ MR_API mr_pools *mr_pools_create(const mr_pools_options *opts)
         p->cold = (struct mri_pools_cold *)(void *)(p->hot.classes + nclasses);
         p->hot.alloc_max = p->hot.pool_max;
         p->hot.tc_ref = mri_tc_ref(MRI_TC_NONE);
+        p->local = (struct mri_tc_local){0, p->hot.key, p->hot.mark, p};
         for (size_t i = 0; i < nclasses; i++)
             p->hot.classes[i].size = mri_pools_size_of(p, i);
         MRI_WALK_NOW(p, mri_pools_walk);

@@ -118,6 +118,9 @@ bool mri_pools_walk(const mr_pools *p, size_t *steps)
                   p->hot.ts_max == p->hot.pool_max && p->hot.tc_ref == mri_tc_ref(p->tc->index),
               "thread-safe pool: inline fields %p / %#jx / %zu / %#jx", (void *)p->hot.classes,
               (uintmax_t)p->hot.guard, p->hot.ts_max, (uintmax_t)p->hot.tc_ref);
+        CHECK(p->tc->local.max == p->hot.pool_max && p->tc->local.key == p->hot.key &&
+                  p->tc->local.mark == p->hot.mark && p->tc->local.pool == p,
+              "thread-safe pool: the handles' header (max %zu) is not the pool's", p->tc->local.max);
         if (!mri_tc_check(p->tc, "mr_pools_check", p, &held, &blocks))
             return false;
     } else {
@@ -125,6 +128,7 @@ bool mri_pools_walk(const mr_pools *p, size_t *steps)
                   p->hot.tc_ref == mri_tc_ref(MRI_TC_NONE),
               "inline fields: alloc_max %zu, guard %#jx, ts_max %zu, entry %#jx", p->hot.alloc_max,
               (uintmax_t)p->hot.guard, p->hot.ts_max, (uintmax_t)p->hot.tc_ref);
+        CHECK(p->local.max == 0 && p->local.pool == p, "the handle: max %zu, pool %p", p->local.max, p->local.pool);
         size_t chunk_bytes = 0, records = 0, out = mri_chunks_handed_out(&p->chunks);
         for (size_t i = 0; i < p->nclasses; i++)
             if (!check_class(p, i, &chunk_bytes, &records, out, steps))

@@ -49,6 +49,8 @@ struct mr_pools {
     struct mri_chunks chunks;   /* not thread-safe: chunk records, upstream calls */
     struct mri_tc *tc;          /* thread-safe: the engine (in the header block), whose
                                    lock guards the direct blocks and the ledger too */
+    struct mri_tc_local local;  /* not thread-safe: every thread's handle
+                                   (mr_pools_local_get): max 0, all out of line */
     /* not thread-safe: the memory policy (trim.c) */
     struct mri_pools_cold *cold; /* per class (in the header block) */
     uint64_t trim_mask[MRI_MASK_WORDS];  /* classes with chunks before the current one */

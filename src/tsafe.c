@@ -606,6 +606,7 @@ MR_NOINLINE struct mri_tc_cache *mri_tc_attach(struct mri_tc *t)
                 c->owner = t;
                 c->id = t->id;
                 c->bytes = t->cache_bytes;
+                c->local = t->local;
                 for (size_t i = 0; i < t->nclasses; i++)
                     c->slots[i].size = t->classes[i].size;
             }
@@ -654,6 +655,13 @@ uintptr_t mri_tc_ref(size_t index)
 #else
     return index;
 #endif
+}
+
+struct mri_tc_local *mri_tc_local_get(struct mri_tc *t)
+{
+    struct mri_tc_slot *s = mri_tc_slots_of(t);
+    struct mri_tc_cache *c = s != NULL ? mri_container_of(s, struct mri_tc_cache, slots) : mri_tc_attach(t);
+    return c != NULL ? &c->local : NULL;
 }
 
 bool mri_tc_listed(struct mri_tc *t, size_t i, const void *b)

@@ -31,10 +31,14 @@ struct mri_tc_cache {
     struct mri_tc_cache *tnext;        /* in the thread's list (under the thread's mu) */
     struct mri_tc_thread *thread;      /* NULL: spare or lost */
     size_t bytes;                      /* of this cache, from upstream */
+    _Alignas(64) struct mri_tc_local local; /* the thread's handle (owner->local's copy) */
     _Alignas(64) struct mri_tc_slot slots[];
     /* after the slots, one struct mri_tc_tally per class (tsafe.c,
      * slot_tally) */
 };
+
+_Static_assert(offsetof(struct mri_tc_cache, slots) - offsetof(struct mri_tc_cache, local) == MRI_TC_LOCAL_SLOTS,
+               "a handle's slots follow it at MRI_TC_LOCAL_SLOTS");
 
 /* What no inline path reads of a slot (tsafe.c, "the counts of a slot");
  * written by the owning thread, read by stats from any. */
@@ -83,6 +87,8 @@ struct mri_tc {
     size_t cache_bytes;             /* one cache */
     struct mri_tc *reg_prev, *reg_next; /* every engine, for fork */
     struct mri_chunk *pending;      /* chunks taken, not yet in their class (under mu) */
+    struct mri_tc_local local;      /* each cache's handle header; set by the pool
+                                       before mri_tc_start */
 };
 
 /* A thread's caches (the entries that lead to them: mri_tc_table). */
@@ -127,6 +133,11 @@ bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size
  * the caller's upstream calls go through t->chunks under it. */
 static inline void mri_tc_lock(struct mri_tc *t) { mri_lock_take(&t->mu); }
 static inline void mri_tc_unlock(struct mri_tc *t) { mri_lock_give(&t->mu); }
+
+/* The calling thread's handle of t (its cache's header), attaching a
+ * cache on the thread's first use; NULL with errno = ENOMEM when none can
+ * be had. */
+struct mri_tc_local *mri_tc_local_get(struct mri_tc *t);
 
 /* Is b on the calling thread's free list of class i (MR_FREE_CHECK's
  * confirmation of a double free)? */

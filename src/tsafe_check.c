@@ -6,6 +6,7 @@
  * while no other thread uses the pool; reads, never writes.  The engine it
  * walks is tsafe.c's (its opening comment has the design). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tsafe_impl.h"
 
@@ -186,6 +187,8 @@ bool mri_tc_check(const struct mri_tc *t, const char *who, const void *obj, size
         for (const struct mri_tc_cache *c = lists[l]; c != NULL; c = c->next) {
             MRI_VERIFY(c->owner == t && c->id == t->id && c->bytes == t->cache_bytes, who, obj,
                        "cache %p belongs to another pool", (const void *)c);
+            MRI_VERIFY(memcmp(&c->local, &t->local, sizeof c->local) == 0, who, obj,
+                       "cache %p: its handle is not the pool's", (const void *)c);
             MRI_VERIFY((l == 0) == (c->thread != NULL), who, obj, "cache %p: thread and list disagree",
                        (const void *)c);
             *held += c->bytes;

@@ -89,7 +89,17 @@ typedef struct tpool {
     size_t osize;      /* o: mr_objpool_object_size */
     size_t oalign;     /* o: the alignment it was created with */
     bool via_resource; /* allocate and free through the resource view */
+    int via_local;     /* 1: through the calling thread's handle (mr_*_local_get per
+                          call); 2: that or the pool, in turn (a block freed through
+                          the other door about half the time) */
 } tpool;
+
+/* Which door a call of this thread takes (via_local 2: alternately). */
+static inline bool tp_local_turn(const tpool *t)
+{
+    static _Thread_local unsigned turn;
+    return t->via_local == 1 || (t->via_local == 2 && (turn++ & 1) != 0);
+}
 
 static inline tpool tp_create_pools(mr_resource *up)
 {
@@ -115,14 +125,39 @@ static inline void *tp_alloc(const tpool *t, size_t size, size_t align)
 {
     if (t->via_resource)
         return mr_allocate(t->p != NULL ? mr_pools_resource(t->p) : mr_objpool_resource(t->o), size, align);
+    if (tp_local_turn(t)) {
+        if (t->p != NULL) {
+            mr_pools_local *l = mr_pools_local_get(t->p);
+            return l != NULL ? mr_pools_local_alloc(l, size, align) : NULL;
+        }
+        mr_objpool_local *l = mr_objpool_local_get(t->o);
+        return l != NULL ? mr_objpool_local_alloc(l) : NULL;
+    }
     return t->p != NULL ? mr_pools_alloc(t->p, size, align) : mr_objpool_alloc(t->o);
 }
 
 static inline void tp_free(const tpool *t, void *b, size_t size, size_t align)
 {
-    if (t->via_resource)
+    if (t->via_resource) {
         mr_deallocate(t->p != NULL ? mr_pools_resource(t->p) : mr_objpool_resource(t->o), b, size, align);
-    else if (t->p != NULL)
+        return;
+    }
+    if (tp_local_turn(t)) { /* (a thread freeing another's block may have no handle yet) */
+        if (t->p != NULL) {
+            mr_pools_local *l = mr_pools_local_get(t->p);
+            if (l != NULL) {
+                mr_pools_local_free(l, b, size, align);
+                return;
+            }
+        } else {
+            mr_objpool_local *l = mr_objpool_local_get(t->o);
+            if (l != NULL) {
+                mr_objpool_local_free(l, b);
+                return;
+            }
+        }
+    }
+    if (t->p != NULL)
         mr_pools_free(t->p, b, size, align);
     else
         mr_objpool_free(t->o, b);

@@ -19,6 +19,7 @@
  *     allocation and exactly the live bytes, whether or not the threads
  *     flushed their caches before they exited, and a fresh thread that asks
  *     again for what one of them asked for takes no new chunk;
+ *   - the per-thread handles (mr_*_local), alone and in turn with the pool;
  *   - the resource views, pools of their own stacked on a shared pool's
  *     view by every thread, the 16-byte minimum object of a thread-safe
  *     object pool, and mr_pools_check finding a block freed by two threads.
@@ -357,6 +358,30 @@ static void test_resource_views(void **state)
     t.via_resource = true;
     over_peak += run_stress(&t, 4, (long)scaled(STRESS_OPS / 2), seed + 1, false);
     tp_destroy(&t);
+    lu_fini(&lu);
+    assert_no_snapshot_over_peak(over_peak);
+}
+
+/* 9a: the per-thread handles (mr_pools_local, mr_objpool_local) from
+ * several threads: every call through the calling thread's handle, then
+ * handle and pool in turn (a block freed through the other door, often by
+ * another thread). */
+static void test_local_handles(void **state)
+{
+    locked_upstream lu;
+    lu_init(&lu, *state);
+    uint64_t seed = mrt_seed(20251206);
+    long over_peak = 0;
+    for (int mixed = 0; mixed < 2; mixed++) {
+        tpool t = tp_create_pools(&lu.base);
+        t.via_local = 1 + mixed;
+        over_peak += run_stress(&t, 4, (long)scaled(STRESS_OPS / 2), seed + (uint64_t)mixed, false);
+        tp_destroy(&t);
+        t = tp_create_objpool(&lu.base, 24, 8);
+        t.via_local = 1 + mixed;
+        over_peak += run_stress(&t, 4, (long)scaled(STRESS_OPS / 2), seed + 2 + (uint64_t)mixed, mixed != 0);
+        tp_destroy(&t);
+    }
     lu_fini(&lu);
     assert_no_snapshot_over_peak(over_peak);
 }
@@ -941,6 +966,7 @@ int main(void)
         mrt_unit_test(test_objpool_quiescent_exact),
         mrt_unit_test(test_objpool_small_objects),
         mrt_unit_test(test_resource_views),
+        mrt_unit_test(test_local_handles),
         mrt_unit_test(test_stacked_on_resource_view),
         mrt_unit_test(test_check_finds_cross_thread_double_free),
         mrt_unit_test(test_entry_taken_again),

@@ -31,7 +31,7 @@
  * thread-safe size-class pools (memres/pools.h, "Threads"), with one class:
  * alloc and free stay inline (one load from a per-thread table, then a pop or a
  * push), objects still carry no header, but are at least 16 bytes (a free
- * object holds two words), and each (pool, thread) pair costs a 136-byte
+ * object holds two words), and each (pool, thread) pair costs a 208-byte
  * cache, counted in held.  Blocks of objects_per_block objects are taken
  * as threads need them.
  *
@@ -136,6 +136,55 @@ static inline void mr_objpool_free(mr_objpool *p, void *obj)
         return;
 #endif
     mri_objpool_free_slow(p, obj);
+}
+
+/* ---- the per-thread handle: a thread's own entry to a pool ----
+ * As memres/pools.h's (mr_pools_local): the calling thread's cache of a
+ * thread-safe pool, looked up once, whose mr_objpool_local_alloc and
+ * mr_objpool_local_free are the unsynchronised pool's pop and push on the
+ * thread's own list, with no table load; an object from either door may
+ * be freed through the other, by any thread.  A pool that is not
+ * thread-safe has a handle too (one for every thread), whose calls go out
+ * of line to mr_objpool_alloc / mr_objpool_free. */
+typedef struct mr_objpool_local mr_objpool_local;
+
+/* The calling thread's handle of p, with mr_pools_local_get's contract:
+ * thread-safe p, the thread's cache, made on its first use of p (NULL,
+ * errno = ENOMEM when it cannot be), valid until the thread exits or p is
+ * destroyed (reset, release and mr_objpool_thread_flush keep it), for the
+ * calling thread only, the same on every call; out of line, take it once.
+ * Not thread-safe p: a handle valid until p is destroyed.  p NULL: NULL,
+ * errno = EINVAL. */
+MR_API mr_objpool_local *mr_objpool_local_get(mr_objpool *p);
+
+/* mr_objpool_alloc for the pool of l (from mr_objpool_local_get, not
+ * NULL), with its contract.  Inline, no call in the common case: a pop or
+ * a carve on the thread's own list. */
+static inline void *mr_objpool_local_alloc(mr_objpool_local *l)
+{
+#if !MR_CHECKED
+    const struct mri_tc_local *h = mri_objpool_local_h(l);
+    void *obj = mri_tc_take(mri_tc_local_slot(h, 0), h->key);
+    if (MR_LIKELY(obj != NULL))
+        return obj;
+#endif
+    return mri_objpool_local_alloc_slow(l);
+}
+
+/* mr_objpool_free for the pool of l, with its contract: obj from
+ * mr_objpool_alloc or mr_objpool_local_alloc on that pool (any thread's
+ * handle, or none); NULL: a no-op.  Inline, no call in the common case: a
+ * push on the thread's own list. */
+static inline void mr_objpool_local_free(mr_objpool_local *l, void *obj)
+{
+    if (MR_FREE_CHECK && !mri_objpool_free_ok((mr_objpool *)mri_objpool_local_h(l)->pool, obj))
+        return; /* reported */
+#if !MR_CHECKED
+    const struct mri_tc_local *h = mri_objpool_local_h(l);
+    if (MR_LIKELY(obj != NULL) && MR_LIKELY(mri_tc_put(mri_tc_local_slot(h, 0), obj, h->key, h->mark)))
+        return;
+#endif
+    mri_objpool_local_free_slow(l, obj);
 }
 
 /* Thread-safe pools only: the calling thread hands back the objects it

@@ -56,7 +56,8 @@
  * allocated it.  release, reset, destroy and mr_pools_check must not run
  * concurrently with any other call on the pool; a thread that used the pool
  * may exit at any time, also while another thread destroys it.  Each
- * (pool, thread) pair has a cache (72 bytes a class, counted in held), so
+ * (pool, thread) pair has a cache (80 bytes a class and 128, counted in
+ * held; the thread's handle, mr_pools_local_get, is its header), so
  * the common case takes no lock and no atomic read-modify-write; a thread's
  * cache keeps at most about 32 KiB a class beyond the blocks of the chunks
  * it took itself, the rest goes to shared lists, so memory is bounded when
@@ -200,6 +201,72 @@ static inline void *mr_pools_realloc(mr_pools *p, void *ptr, size_t old_size, si
 static inline size_t mr_pools_block_size(const mr_pools *p, size_t size, size_t align)
 {
     return mri_pools_block_size_in(p, size, align);
+}
+
+/* ---- the per-thread handle: a thread's own entry to a pool ----
+ *
+ * mr_pools_alloc and mr_pools_free serve both kinds of pool from one
+ * inline body: on a thread-safe pool they first tell the kinds apart, then
+ * find the calling thread's cache through its table.  A thread that makes
+ * many calls on one pool can look its cache up once instead: the handle is
+ * that cache, and mr_pools_local_alloc / mr_pools_local_free on it are the
+ * unsynchronised pool's pop and push on the thread's own lists (no kind
+ * test, no table, no lock, no atomic read-modify-write).  Handle and pool
+ * are two doors to one pool: a block from either may be freed through the
+ * other, by this thread or, through its own handle or the pool, by any
+ * other; mr_pools_stats, mr_pools_check and the reports see one pool.
+ *
+ * A pool that is not thread-safe has a handle too (the same for every
+ * thread), whose calls go out of line to mr_pools_alloc / mr_pools_free:
+ * correct, one call slower; code written against handles runs on either
+ * kind of pool. */
+typedef struct mr_pools_local mr_pools_local;
+
+/* The calling thread's handle of p.  Thread-safe p: the thread's cache of
+ * p, made now on the thread's first use of p (its first call may fail,
+ * NULL with errno = ENOMEM, as that of mr_pools_alloc).  It is valid until
+ * the thread exits or p is destroyed -- reset, release and
+ * mr_pools_thread_flush keep it -- and only the calling thread may use it
+ * (another thread takes its own); calling this again gives the same
+ * handle.  O(1), out of line: take it once (per thread, per job), not per
+ * allocation.  Not thread-safe p: a handle valid until p is destroyed,
+ * for p's one thread at a time.  p NULL: NULL, errno = EINVAL. */
+MR_API mr_pools_local *mr_pools_local_get(mr_pools *p);
+
+/* mr_pools_alloc(p, size, align) for the pool of l (from
+ * mr_pools_local_get, not NULL), with its contract: size 0, alignment,
+ * failure (NULL, errno = ENOMEM or EINVAL, nothing changed) and block size
+ * alike.  Inline, no call in the common case: the class, then a pop or a
+ * carve on the thread's own lists. */
+static inline void *mr_pools_local_alloc(mr_pools_local *l, size_t size, size_t align)
+{
+#if !MR_CHECKED
+    const struct mri_tc_local *h = mri_pools_local_h(l);
+    if (MR_LIKELY(size - 1 < h->max && MRI_POOLS_ALIGN_OK(align))) {
+        void *b = mri_tc_take(mri_pools_local_slot(h, size, align), h->key);
+        if (MR_LIKELY(b != NULL))
+            return b;
+    }
+#endif
+    return mri_pools_local_alloc_slow(l, size, align);
+}
+
+/* mr_pools_free(p, ptr, size, align) for the pool of l, with its contract:
+ * ptr from mr_pools_alloc or mr_pools_local_alloc on that pool (through
+ * any thread's handle, or none), freed with its size and align; NULL: a
+ * no-op.  Inline, no call in the common case: a push on the thread's own
+ * list. */
+static inline void mr_pools_local_free(mr_pools_local *l, void *ptr, size_t size, size_t align)
+{
+    if (MR_FREE_CHECK && !mri_pools_free_ok((mr_pools *)mri_pools_local_h(l)->pool, ptr, size, align))
+        return; /* reported */
+#if !MR_CHECKED
+    const struct mri_tc_local *h = mri_pools_local_h(l);
+    if (MR_LIKELY(ptr != NULL && size - 1 < h->max && MRI_POOLS_ALIGN_OK(align)) &&
+        MR_LIKELY(mri_tc_put(mri_pools_local_slot(h, size, align), ptr, h->key, h->mark)))
+        return;
+#endif
+    mri_pools_local_free_slow(l, ptr, size, align);
 }
 
 /* Thread-safe pools: the calling thread hands back what it caches for p

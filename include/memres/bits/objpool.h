@@ -21,6 +21,7 @@ extern "C" {
 #endif
 
 typedef struct mr_objpool mr_objpool;
+typedef struct mr_objpool_local mr_objpool_local;
 
 /* The out-of-line paths (src/objpool.c); alloc returns the object or NULL
  * with errno = ENOMEM. */
@@ -31,6 +32,15 @@ MR_API MR_NOINLINE void mri_objpool_free_slow(mr_objpool *p, void *obj);
  * is reported to the violation handler and the free must not go on.  O(1).
  * Always true in a library built with NDEBUG. */
 MR_API MR_NOINLINE bool mri_objpool_free_ok(mr_objpool *p, void *obj);
+/* A handle's out-of-line paths (src/objpool.c), as the two above. */
+MR_API MR_NOINLINE void *mri_objpool_local_alloc_slow(mr_objpool_local *l);
+MR_API MR_NOINLINE void mri_objpool_local_free_slow(mr_objpool_local *l, void *obj);
+
+/* The handle's header (bits/tcache.h); its one slot follows it. */
+static inline const struct mri_tc_local *mri_objpool_local_h(const mr_objpool_local *l)
+{
+    return (const struct mri_tc_local *)(const void *)l;
+}
 
 /* The fields the inline paths read, first in struct mr_objpool.
  * Invariant: ptr and end lie in the current block (ptr == end == 0 before

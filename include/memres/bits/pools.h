@@ -28,6 +28,7 @@ extern "C" {
 #endif
 
 typedef struct mr_pools mr_pools;
+typedef struct mr_pools_local mr_pools_local;
 
 /* The out-of-line paths (src/pools.c).  alloc returns the block or NULL
  * with errno. */
@@ -81,6 +82,11 @@ struct mri_pools_hot {
                                          (bits/tcache.h); not thread-safe: MRI_TC_NONE's */
     uintptr_t mark;                   /* a free block's second word (MR_FREE_CHECK) */
 };
+
+/* A handle's out-of-line paths (src/pools.c), as mri_pools_alloc_slow and
+ * mri_pools_free_slow. */
+MR_API MR_NOINLINE void *mri_pools_local_alloc_slow(mr_pools_local *l, size_t size, size_t align);
+MR_API MR_NOINLINE void mri_pools_local_free_slow(mr_pools_local *l, void *ptr, size_t size, size_t align);
 
 /* Is a request of size bytes with alignment align one the inline paths
  * serve (1 <= size <= pool_max, align a power of two <= 16)? */
@@ -196,6 +202,19 @@ static inline void mri_pools_free_in(mr_pools *p, void *ptr, size_t size, size_t
     (void)xbits;
 #endif
     mri_pools_free_slow(p, ptr, size, align);
+}
+
+/* The handle's header (bits/tcache.h), and the slot of its cache that a
+ * request of 1..h->max bytes with an align <= 16 (a power of two) takes:
+ * the thread-safe class of size - 1, as mri_pools_alloc_in's. */
+static inline const struct mri_tc_local *mri_pools_local_h(const mr_pools_local *l)
+{
+    return (const struct mri_tc_local *)(const void *)l;
+}
+
+static inline struct mri_tc_slot *mri_pools_local_slot(const struct mri_tc_local *h, size_t size, size_t align)
+{
+    return mri_tc_local_slot(h, mri_pools_class_of(mri_pools_ts_of((size - 1) | mri_pools_xbits(align))));
 }
 
 #ifdef __cplusplus

@@ -61,6 +61,30 @@ struct mri_tc_slot {
 #define MRI_TC_MAX_CLASSES 192 /* the most classes of a pool (mri_tc_none's length) */
 extern MR_API const struct mri_tc_slot mri_tc_none[MRI_TC_MAX_CLASSES];
 
+/* Private: a handle's header (mr_pools_local, mr_objpool_local): what its
+ * inline paths read besides the slots, which follow it at
+ * MRI_TC_LOCAL_SLOTS bytes.  A thread-safe pool's handle is the header of
+ * one (pool, thread) cache (src/tsafe.h), a copy of the pool's, so that
+ * the handle's paths need no entry load and no test of the pool's kind.  A
+ * pool that is not thread-safe keeps one in its own struct: max 0 (every
+ * request leaves the inline path) and, for an object pool, the slots of
+ * an empty slot after it (all zero, as mri_tc_none's: every call leaves
+ * the inline path too). */
+struct mri_tc_local {
+    size_t    max;   /* requests of 1..max bytes take the inline paths (mr_pools_local);
+                        0: none */
+    uintptr_t key;   /* the pool's free-list link key (bits/link.h) */
+    uintptr_t mark;  /* a free block's second word (MR_FREE_CHECK) */
+    void     *pool;  /* the mr_pools * or mr_objpool *, for the out-of-line paths */
+};
+#define MRI_TC_LOCAL_SLOTS 64
+
+/* Private: slot i of handle l. */
+static inline struct mri_tc_slot *mri_tc_local_slot(const struct mri_tc_local *l, size_t i)
+{
+    return (struct mri_tc_slot *)(uintptr_t)((const char *)l + MRI_TC_LOCAL_SLOTS) + i;
+}
+
 #if defined(__cplusplus)
 extern MR_API thread_local struct mri_tc_slot *mri_tc_table[MRI_TC_SLOTS + 1] __attribute__((tls_model("initial-exec")));
 #else
