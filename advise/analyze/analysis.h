@@ -135,6 +135,10 @@ struct mra_costs {
     double pools_ts[MRA_COST_CLASSES];     /* thread-safe pools, remote frees */
     double glibc_batch_kept[MRA_COST_CLASSES]; /* glibc, batches, memory kept (no trim):
                                                   a batch's first time */
+    double glibc_fenced[MRA_COST_CLASSES]; /* glibc, random order, as the recorder times a
+                                              call (fenced rdtsc reads around it, their
+                                              empty cost taken off), summed per pair: 0 where
+                                              not measured (not x86-64, an older cache) */
 };
 
 /* The costs of this machine: from the cache ($XDG_CACHE_HOME or
@@ -233,6 +237,8 @@ struct mra_analysis {
     struct mra_costs costs;
     struct mra_options opts;
     double total_saving_ns;      /* over recommended sites */
+    double glibc_scale;          /* the sites' timed glibc time, scaled so that its sum is at
+                                    most the program's own time (<= 1) */
     struct mra_behind behind[MRA_BEHIND_MAX]; /* by saving, descending */
     size_t nbehind;
     size_t nsites_total;         /* sites after merging; sites[] holds the first

@@ -202,13 +202,42 @@ static double reuse_of(const struct mra_site_stats *s, enum mra_rec r)
     return reuse < 0 ? 0 : reuse;
 }
 
-static double glibc_timed(const struct mra_site_stats *s, enum mra_rec r)
+/* What the recorder's fencing adds to a timed call, in ns, for objects of
+ * mean size n: half the calibrated difference between a malloc/free pair
+ * timed as the recorder times it and the pair in a loop (no overlap with
+ * the code around it); 0 where the calibration has no fenced row. */
+static double fence_penalty(const struct mra_costs *c, double n)
+{
+    unsigned cl = mra_cost_class((uint64_t)n);
+    if (cl >= MRA_COST_CLASSES)
+        cl = MRA_COST_CLASSES - 1;
+    double d = (c->glibc_fenced[cl] - c->glibc[MRA_PAT_RANDOM][cl]) / 2;
+    return c->glibc_fenced[cl] > 0 && d > 0 ? d : 0;
+}
+
+/* glibc's chunk for a request of n bytes (16-byte steps, 8 bytes of
+ * header, at least 32). */
+static double glibc_chunk(double n)
+{
+    double c = ceil((n + 8) / 16) * 16;
+    return c < 32 ? 32 : c;
+}
+
+static double glibc_timed(const struct mra_site_stats *s, enum mra_rec r, const struct mra_costs *c)
 {
     double reuse = reuse_of(s, r);
     double slow = (double)s->glibc_slow_ns, all = (double)s->glibc_ns;
     if (slow > all)
         slow = all;
-    return all - slow + reuse * slow;
+    double mean = s->allocations ? (double)s->bytes / (double)s->allocations : 16;
+    /* the fast calls less the fencing's part of each; the slow ones (page
+     * faults, trims: proportional to the heap's bytes) scaled from the
+     * recorder's 32-byte-larger chunks to the program's own */
+    double calls = (double)(s->allocations + s->frees + s->reallocs);
+    double fast = all - slow - calls * fence_penalty(c, mean);
+    if (fast < 0)
+        fast = 0;
+    return fast + reuse * slow * glibc_chunk(mean) / glibc_chunk(mean + 32);
 }
 
 static bool timed_model(const struct mra_site_stats *s, const struct mra_thresholds *th)
@@ -216,8 +245,8 @@ static bool timed_model(const struct mra_site_stats *s, const struct mra_thresho
     return th->min_timed_samples && s->glibc_samples >= th->min_timed_samples;
 }
 
-static double saving_of(const struct msite *m, const struct mra_costs *c, const struct mra_thresholds *th,
-                        enum mra_rec r, bool ts, enum mra_pattern pat)
+static double saving_of(const struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
+                        const struct mra_thresholds *th, enum mra_rec r, bool ts, enum mra_pattern pat)
 {
     const double *mc = memres_costs(c, r, ts);
     if (!mc)
@@ -225,7 +254,7 @@ static double saving_of(const struct msite *m, const struct mra_costs *c, const 
     double glibc;
     double memres = memres_part(&m->s, mc, c, pat, &glibc);
     if (timed_model(&m->s, th))
-        glibc = glibc_timed(&m->s, r);
+        glibc = glibc_timed(&m->s, r, c) * a->glibc_scale;
     return glibc - memres;
 }
 
@@ -346,20 +375,21 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
         m->pattern = MRA_PAT_REMOTE;
     m->cand = r;
 
-    double save = saving_of(m, c, th, r, m->thread_safe, m->pattern);
+    double save = saving_of(m, a, c, th, r, m->thread_safe, m->pattern);
     double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
     near_note(m, th, save / prog_ns, never, together, stack, remote, dominant);
     const char *name = r == MRA_POOLS && m->thread_safe ? "pools (thread-safe)"
                        : r == MRA_OBJPOOL && m->thread_safe ? "objpool (thread-safe)"
                                                             : mra_rec_name(r);
     static const char *const patname[] = { "stack-like", "freed together", "random order", "remote" };
-    char costed[200];
+    char costed[320];
     if (timed_model(s, th))
         snprintf(costed, sizeof costed,
                  "glibc as timed in the run: %.1f ms of %.1f ms (its calls over 1 us, %.1f ms, counted at the "
-                 "%.0f%% of the site's bytes that reuse memory)",
-                 glibc_timed(s, r) / 1e6, (double)s->glibc_ns / 1e6, (double)s->glibc_slow_ns / 1e6,
-                 100 * reuse_of(s, r));
+                 "%.0f%% of the site's bytes that reuse memory, less the recorder's fencing%s)",
+                 glibc_timed(s, r, c) * a->glibc_scale / 1e6, (double)s->glibc_ns / 1e6,
+                 (double)s->glibc_slow_ns / 1e6, 100 * reuse_of(s, r),
+                 a->glibc_scale < 1 ? "; scaled down with every site's to the program's own time" : "");
     else
         snprintf(costed, sizeof costed, "glibc costed as %s (this machine's calibration)", patname[m->pattern]);
     if (c->glibc[m->pattern][MRA_COST_CLASSES / 2] <= 0) {
@@ -540,7 +570,7 @@ int mra_behind_functions(struct work *w, struct mra_analysis *a, const struct mr
             const struct msite *m = &w->ms[idx[k]];
             if (m->s.max_size > th->max_small_size)
                 continue;
-            double sv = saving_of(m, c, th, MRA_POOLS, ts, ts ? MRA_PAT_REMOTE : m->pattern);
+            double sv = saving_of(m, a, c, th, MRA_POOLS, ts, ts ? MRA_PAT_REMOTE : m->pattern);
             if (sv > 0)
                 save += sv;
         }
