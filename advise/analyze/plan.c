@@ -9,9 +9,10 @@
  * the plan's `walk K` is the least depth at which the routes of the
  * profile's raw stacks are told apart: two raw stacks whose first K frames
  * are equal have routes of the same kind ("none" counting as one, and a
- * stack that is not planned counting as what the rules named for its site
- * when its allocations came in one stretch, so that an arena candidate
- * below the 2% rule may share an arena's prefix without keeping its blocks
+ * stack that is not planned counting as what the rules named for its site,
+ * so that an arena candidate below the 2% rule may share an arena's
+ * prefix -- but in a region, another site's objects that live far longer
+ * and come spread over the run weigh 64x: they would keep its blocks
  * live), within 1% of the planned allocations.  Where
  * routes of one kind share a K-prefix (a recursive builder's sites, told
  * apart only by how deep the recursion was), the prefix goes to the one
@@ -45,6 +46,8 @@ struct pstack {
     uint64_t allocations;
     double life;                 /* its site's median lifetime in allocations; never freed
                                     (a tenth or more at exit): infinite */
+    bool spread;                 /* its site's allocations are spread over the run, not made
+                                    in one stretch */
 };
 
 static const struct pstack *sort_ps;
@@ -111,14 +114,17 @@ static unsigned group_route(const struct pstack *ps, const size_t *idx, size_t t
         }
     }
     /* a region shared with another site's objects that live much longer
-     * than its own: they keep its blocks live */
+     * than its own and come spread over the run: they keep its blocks live
+     * (made in one stretch, as binary-trees' long-lived tree, they fill
+     * blocks of their own) */
     if (kind == MRA_ARENA || kind == MRA_ARENA_REWIND) {
         double life = 0;
         for (size_t u = t; u < end; u++)
             if (ps[idx[u]].route == best && ps[idx[u]].life > life)
                 life = ps[idx[u]].life;
         for (size_t u = t; u < end; u++)
-            if (ps[idx[u]].kind == kind && ps[idx[u]].route != best && ps[idx[u]].life > 4 * life + 64)
+            if (ps[idx[u]].kind == kind && ps[idx[u]].route != best && ps[idx[u]].spread &&
+                ps[idx[u]].life > 4 * life + 64)
                 *lost += REGION_PIN_WEIGHT * ps[idx[u]].allocations;
     }
     return best;
@@ -190,18 +196,14 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
     /* the routes: one per planned site */
     unsigned nroutes = 0;
     /* An unplanned site may share a route's prefix when the rules name the
-     * route's kind for it and its allocations came in one stretch (binary-
-     * trees' long-lived tree beside the short-lived trees: its objects fill
-     * blocks of their own); spread over the run (a request loop's responses,
-     * never freed, between each request's temporaries) they would keep every
-     * block of the route live: it counts as misrouted. */
-    for (size_t i = 0; i < a->nsites; i++) {
-        const struct mra_site_stats *st = &a->sites[i].s;
-        bool one_stretch = st->last_tick - st->first_tick < 4 * st->allocations;
+     * route's kind for it (binary-trees' root nodes beside the recursion's,
+     * freed with them) -- unless it would keep the route's blocks live
+     * (group_route: a request loop's responses, never freed, between each
+     * request's temporaries). */
+    for (size_t i = 0; i < a->nsites; i++)
         for (size_t r = 0; r < a->sites[i].nraw; r++)
             if (a->sites[i].raw_ids[r] <= maxid)
-                cand_of_id[a->sites[i].raw_ids[r]] = one_stretch ? a->sites[i].candidate : MRA_NONE;
-    }
+                cand_of_id[a->sites[i].raw_ids[r]] = a->sites[i].candidate;
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
         enum mra_rec k = plan_kind(s, mode);
@@ -225,6 +227,7 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
         ps[i].life = st->live_objects * 10 >= st->allocations && st->live_objects
                          ? INFINITY
                          : mra_hist_quantile(st->hist_ticks, 0.5);
+        ps[i].spread = st->last_tick - st->first_tick >= 4 * st->allocations;
         idx[i] = i;
     }
     /* the least depth that tells the routes apart: at which the allocations
