@@ -23,6 +23,7 @@ static const char *base_name(const char *p)
 }
 
 /* f as the report names a place: file:line, else function+offset, else
+ * module+offset, else
  * its address. */
 static const char *where(char *b, size_t cap, const struct mra_frame *f)
 {
@@ -30,6 +31,8 @@ static const char *where(char *b, size_t cap, const struct mra_frame *f)
         snprintf(b, cap, "%s:%u", base_name(f->file), f->line);
     else if (f->function)
         snprintf(b, cap, "%s+0x%llx", f->function, (unsigned long long)f->offset);
+    else if (f->module)
+        snprintf(b, cap, "%s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
     else
         snprintf(b, cap, "0x%llx", (unsigned long long)f->addr);
     return b;
@@ -44,7 +47,7 @@ __attribute__((format(printf, 3, 4))) static void say(char *o, size_t cap, const
     va_end(ap);
 }
 
-static const char *fn(const struct mra_frame *f) { return f->function ? f->function : "(unknown function)"; }
+static const char *fn(const struct mra_frame *f) { return f->function ? f->function : "a function without a symbol"; }
 
 void mra_freed_fill(struct mra_site *s, const struct mra_profile *p, const size_t *at_id, size_t nid,
                     struct mra_symbols *sym)
