@@ -215,14 +215,6 @@ static double fence_penalty(const struct mra_costs *c, double n)
     return c->glibc_fenced[cl] > 0 && d > 0 ? d : 0;
 }
 
-/* glibc's chunk for a request of n bytes (16-byte steps, 8 bytes of
- * header, at least 32). */
-static double glibc_chunk(double n)
-{
-    double c = ceil((n + 8) / 16) * 16;
-    return c < 32 ? 32 : c;
-}
-
 static double glibc_timed(const struct mra_site_stats *s, enum mra_rec r, const struct mra_costs *c)
 {
     double reuse = reuse_of(s, r);
@@ -237,7 +229,7 @@ static double glibc_timed(const struct mra_site_stats *s, enum mra_rec r, const 
     double fast = all - slow - calls * fence_penalty(c, mean);
     if (fast < 0)
         fast = 0;
-    return fast + reuse * slow * glibc_chunk(mean) / glibc_chunk(mean + 32);
+    return fast + reuse * slow * malloc_chunk(mean) / malloc_chunk(mean + 32);
 }
 
 static bool timed_model(const struct mra_site_stats *s, const struct mra_thresholds *th)

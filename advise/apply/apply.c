@@ -118,20 +118,22 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_
     return mra_apply_route_of(fr, n);
 }
 
+/* n bytes from route's engine, or NULL (counted) for glibc's: a size the
+ * route does not serve, or the range used up. */
 static inline __attribute__((always_inline)) void *route_alloc(struct tstate *ts, unsigned route, size_t n)
 {
     struct route *rt = &g_routes[route];
-    void *p = NULL;
-    if (LIKELY(g_range_len != 0))
-        p = rt->kind == RK_REGION ? mra_region_alloc(ts, route, n) : mra_slab_alloc(ts, route, n);
+    void *p = rt->kind == RK_REGION ? mra_region_alloc(ts, route, n) : mra_slab_alloc(ts, route, n);
     if (UNLIKELY(!p))
         cnt_add(&rt->fallbacks, 1);
     return p;
 }
 
 /* A call from the first frame of a planned stack (v: its route or
- * FIRST_WALK): the allocation from its route, or NULL for glibc's. */
-static __attribute__((noinline)) void *routed_malloc(size_t n, bool zero, uint32_t v, uintptr_t ra, uintptr_t cfa)
+ * FIRST_WALK) that the inline path does not serve -- the thread's first
+ * routed call, or a stack to walk: the allocation from its route, or NULL
+ * for glibc's. */
+static __attribute__((noinline)) void *routed_malloc(size_t n, uint32_t v, uintptr_t ra, uintptr_t cfa)
 {
     struct tstate *ts = get_ts();
     if (UNLIKELY(ts == NULL))
@@ -151,12 +153,7 @@ static __attribute__((noinline)) void *routed_malloc(size_t n, bool zero, uint32
         if (route == 0)
             return NULL;
     }
-    if (UNLIKELY(n > MAX_REQ))
-        return NULL;
-    void *p = route_alloc(ts, route, n);
-    if (p && zero)
-        memset(p, 0, n);
-    return p;
+    return route_alloc(ts, route, n);
 }
 
 /* Every call pays the look-up of its first frame; only the calls from a
@@ -168,17 +165,12 @@ static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero
         if (UNLIKELY(v != 0)) {
             /* a route told by its first frame: inline */
             struct tstate *ts = tls_ts;
-            void *p;
-            if (LIKELY(v != FIRST_WALK && ts != NULL && g_range_len != 0) &&
-                LIKELY((p = g_routes[v].kind == RK_REGION ? mra_region_alloc(ts, v, n)
-                                                          : mra_slab_alloc(ts, v, n)) != NULL)) {
+            void *p = LIKELY(v != FIRST_WALK && ts != NULL) ? route_alloc(ts, v, n) : routed_malloc(n, v, ra, cfa);
+            if (p) {
                 if (zero)
                     memset(p, 0, n);
                 return p;
             }
-            p = routed_malloc(n, zero, v, ra, cfa);
-            if (p)
-                return p;
         }
     }
     return zero ? __libc_calloc(1, n) : __libc_malloc(n);
@@ -327,8 +319,11 @@ __attribute__((constructor(101))) static void apply_init(void)
         mra_fsz = NULL;
         goto out;
     }
-    if (mra_region_init() != 0)
-        fprintf(stderr, "memres-advise apply: no address space for site regions: their sites stay on glibc\n");
+    if (mra_region_init() != 0) {
+        /* every route's engine carves the range */
+        fprintf(stderr, "memres-advise apply: no address space for the routes: the program runs on glibc\n");
+        goto out;
+    }
     if (mra_apply_plan_load(plan) != 0 || !routes_make() || pthread_key_create(&g_key, thread_exit) != 0) {
         fprintf(stderr, "memres-advise apply: the plan is not applied; the program runs on glibc\n");
         goto out;

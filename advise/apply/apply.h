@@ -45,8 +45,6 @@
 #define TLS __attribute__((tls_model("initial-exec"))) _Thread_local
 
 #define MAX_ROUTES 4096u
-#define SIZE_BITS 48u
-#define SIZE_MASK ((UINT64_C(1) << SIZE_BITS) - 1)
 #define POOL_MAX 4096u           /* pools and objpool routes serve sizes up to this */
 #define MAX_REQ ((size_t)PTRDIFF_MAX - 65536u)
 
@@ -77,7 +75,6 @@ struct route {
     bool rewind;                 /* arena-rewind in the plan (a region: the same engine) */
     bool objpool;                /* objpool in the plan (a slab: the same engine) */
     uint32_t site;               /* the report's site id */
-    size_t objsize;              /* objpool: the object size planned */
     struct slab_shared *shared;  /* a slab's: SLAB_CLASSES */
     _Atomic uint64_t fallbacks;  /* calls of its stacks that went to glibc */
 };

@@ -206,7 +206,6 @@ int mra_apply_plan_load(const char *path)
             struct route *rt = &g_routes[r];
             rt->kind = kind_of(kind, rt);
             rt->site = site;
-            rt->objsize = (size_t)size;
             g_nroutes = r;
         } else if (strncmp(line, "stack ", 6) == 0) {
             nstacks++;
