@@ -200,6 +200,8 @@ struct mra_site {
     char near[240];              /* "" or the thresholds the site is near: another run (other
                                     input, another machine's costs) may decide otherwise */
     double predicted_saving_ns;  /* >= 0; 0 for none */
+    double candidate_saving_ns;  /* what the candidate would save, whatever the 2% rule
+                                    (<= 0: memres is not faster; 0 also where not costed) */
     int64_t memory_delta_bytes;  /* held by the plan minus held by malloc (estimate) */
     bool retention_warning;      /* an arena would hold much more than the program's peak */
     char sketch[2][160];         /* two lines of memres calls replacing malloc/free */

@@ -114,6 +114,8 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         if ((i & 4095) == 4095)
             mra_progress("rules", i + 1, w.n);
     }
+    if (mra_free_groups(&w, a, p, at_id, nid, sym, &o->th) != 0)
+        goto nomem;
     if (mra_behind_functions(&w, a, c, &o->th) != 0)
         goto nomem;
     size_t *idx = malloc((live ? live : 1) * sizeof *idx);
@@ -164,6 +166,7 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         snprintf(s->reason, sizeof s->reason, "%s", m->reason);
         snprintf(s->near, sizeof s->near, "%s", m->near);
         s->predicted_saving_ns = m->saving;
+        s->candidate_saving_ns = m->rec != MRA_NONE ? m->saving : m->cand_saving;
         s->memory_delta_bytes = m->mem_delta;
         s->retention_warning = m->retention;
         mra_sketch(m, s->sketch, &o->th);

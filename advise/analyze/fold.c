@@ -101,6 +101,28 @@ static bool is_wrapper(const struct mra_frame *f, const struct mra_options *o, c
     return false;
 }
 
+/* The free side's wrappers: functions that only pass a free on (the
+ * allocation side's wrappers above, and the --wrapper names, fold too). */
+static const char *const builtin_free_wrappers[] = {
+    "xfree", "g_free", "g_free_sized", "g_slice_free*", "sqlite3_free", "sqlite3DbFree*", "sqlite3MemFree",
+    "luaM_free_", "operator delete*", "_ZdlPv*", "_ZdaPv*",
+};
+
+bool mra_is_free_wrapper(const struct mra_frame *f, const struct mra_options *o)
+{
+    const char *as;
+    if (is_wrapper(f, o, &as))
+        return true;
+    if (!f->function)
+        return false;
+    char buf[256];
+    const char *n = plain_name(f->function, buf, sizeof buf);
+    for (size_t i = 0; i < sizeof builtin_free_wrappers / sizeof *builtin_free_wrappers; i++)
+        if (pat_match(builtin_free_wrappers[i], n))
+            return true;
+    return false;
+}
+
 /* ---- merged sites ---- */
 
 static int push_frames(struct work *w, const struct mra_frame **f, unsigned n, size_t *at)
@@ -402,6 +424,8 @@ void mra_work_free(struct work *w)
     for (size_t i = 0; i < w->n; i++) {
         free(w->ms[i].raw);
         free(w->ms[i].reason);
+        free(w->ms[i].rule);
+        free(w->ms[i].costed);
     }
     free(w->ms);
     free(w->fpool);

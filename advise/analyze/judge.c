@@ -283,18 +283,18 @@ static void near_note(struct msite *m, const struct mra_thresholds *th, double s
     near_add(m->near, sizeof m->near, "dominant size", dominant, th->dominant_size_share);
 }
 
+static void judge_memory(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th);
+
 static void judge_site(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
                   const struct mra_thresholds *th)
 {
     const struct mra_site_stats *s = &m->s;
-    double n = (double)s->allocations;
     double never = share(s->live_objects, s->allocations);
     double together = share(s->freed_together + s->live_objects, s->allocations);
     double stack = share(s->stack_like, s->frees);
     double remote = share(s->remote_frees, s->frees);
     double dominant = s->nsizes ? share(s->sizes[0].count, s->allocations) : 0;
     uint64_t dsize = s->nsizes ? s->sizes[0].size : 0;
-    double mean = n > 0 ? (double)s->bytes / n : 0;
     char rule[400];
     enum mra_rec r = MRA_NONE;
     bool ts = remote >= th->remote_share && s->remote_frees > 0;
@@ -390,6 +390,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
         m->thread_safe = false;
         return;
     }
+    m->cand_saving = save;
     if (save <= 0) {
         m->reason = dupf("none: would be %s (%s), but memres is not faster here (%s: %.1f ms lost)", name, rule,
                          costed, -save / 1e6);
@@ -400,6 +401,9 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
         m->reason = dupf("none: would be %s (%s), but it saves %.2f ms, %.2f%% of the run (below min_share %g%%; %s)",
                          name, rule, save / 1e6, 100 * save / prog_ns, 100 * th->min_share, costed);
         m->thread_safe = false;
+        /* kept for a group that together passes the rule (mra_free_groups) */
+        m->rule = strdup(rule);
+        m->costed = strdup(costed);
         return;
     }
     m->rec = r;
@@ -407,8 +411,18 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     m->reason = dupf("%s: %s; %llu allocations (>= %llu), saves %.2f ms = %.1f%% of the run (>= %g%%), %s", name,
                      rule, (unsigned long long)s->allocations, (unsigned long long)th->min_allocations, save / 1e6,
                      100 * save / prog_ns, 100 * th->min_share, costed);
+    judge_memory(m, a, th);
+}
 
-    /* memory: what the plan holds at its peak minus what malloc held */
+/* m's memory figures for its recommendation m->rec: what the plan holds
+ * at its peak minus what malloc held, and the arena's retention warning. */
+static void judge_memory(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th)
+{
+    const struct mra_site_stats *s = &m->s;
+    enum mra_rec r = m->rec;
+    double n = (double)s->allocations;
+    double mean = n > 0 ? (double)s->bytes / n : 0;
+    uint64_t dsize = s->nsizes ? s->sizes[0].size : 0;
     double objs = (double)s->peak_live_objects;
     double peak = (double)s->peak_live_bytes;
     double held_malloc = objs * malloc_chunk(mean);
@@ -440,6 +454,31 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
         if (ap > th->retention_warn * site_peak || ap > th->retention_warn * (double)a->h.peak_live_bytes)
             m->retention = true;
     }
+}
+
+int mra_promote(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th,
+                const char *group, size_t nsites, double together_ns)
+{
+    double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
+    const struct mra_site_stats *s = &m->s;
+    char *r = dupf("%s: %s; %llu allocations (>= %llu), saves %.2f ms = %.2f%% of the run (below %g%% alone), "
+                   "%.2f ms = %.1f%% together with the %zu other site%s %s (>= %g%%): one mr_arena for them all; %s",
+                   mra_rec_name(m->cand), m->rule, (unsigned long long)s->allocations,
+                   (unsigned long long)th->min_allocations, m->cand_saving / 1e6, 100 * m->cand_saving / prog_ns,
+                   100 * th->min_share, together_ns / 1e6, 100 * together_ns / prog_ns, nsites - 1,
+                   nsites == 2 ? "" : "s", group, 100 * th->min_share, m->costed);
+    if (!r)
+        return -1;
+    free(m->reason);
+    m->reason = r;
+    m->rec = m->cand;
+    m->saving = m->cand_saving;
+    m->near[0] = 0;
+    if (together_ns < th->min_share * NEAR_FACTOR * prog_ns)
+        snprintf(m->near, sizeof m->near, "saves %.2f%% of the run together with the sites %s (the 2%% rule: %g%%)",
+                 100 * together_ns / prog_ns, group, 100 * th->min_share);
+    judge_memory(m, a, th);
+    return 0;
 }
 
 /* Judges m (a live merged site): its recommendation, saving, reason and

@@ -248,7 +248,7 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
             struct mra_planned_site *ps = &pl->s[pl->n];
             ps->site = s->id;
             ps->kind = k;
-            ps->predicted_ns = s->predicted_saving_ns;
+            ps->predicted_ns = mode == MRA_PLAN_CANDIDATES ? s->candidate_saving_ns : s->predicted_saving_ns;
             ps->glibc_ns = (double)s->s.glibc_ns;
             if (pl->dir) {
                 snprintf(ps->plan, sizeof ps->plan, "%s/plan-%u", pl->dir, s->id);
@@ -260,7 +260,7 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
             }
         }
         pl->n++;
-        pl->predicted_ns += s->predicted_saving_ns;
+        pl->predicted_ns += mode == MRA_PLAN_CANDIDATES ? s->candidate_saving_ns : s->predicted_saving_ns;
     }
     if (pl->n > MRA_PLANNED_MAX)
         pl->n = MRA_PLANNED_MAX;

@@ -486,6 +486,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
                    "\"predicted_saving_ns\": ",
                 U(st->glibc_ns), U(st->glibc_slow_ns), U(st->glibc_samples));
         jnum(o, s->predicted_saving_ns);
+        fprintf(o, ", \"candidate_saving_ns\": ");
+        jnum(o, s->candidate_saving_ns);
         fprintf(o, ", \"predicted_saving_share\": ");
         jnum(o, a->program_ns > 0 ? s->predicted_saving_ns / a->program_ns : 0);
         fprintf(o, ", \"memory_delta_bytes\": %lld, \"retention_warning\": %s, \"sketch\": [",

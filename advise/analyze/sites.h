@@ -32,6 +32,10 @@ struct msite {
     bool retention;
     char *reason;
     char near[240];              /* the thresholds it is near, or "" */
+    /* a candidate whose saving is positive but below the 2% rule alone:
+     * its saving and texts, for a group of such sites (mra_free_groups) */
+    double cand_saving;
+    char *rule, *costed;
 };
 
 struct work {
@@ -55,11 +59,19 @@ int mra_fold_raw(struct work *w, const struct mra_raw_site *r, uint32_t hdepth, 
 /* Step 5: cut sites merged into the one site that extends them.  0, or -1. */
 int mra_fold_cut(struct work *w);
 void mra_work_free(struct work *w);
+/* f passes a free on (libc, a --wrapper, a known free wrapper: xfree,
+ * g_free, operator delete, ...). */
+bool mra_is_free_wrapper(const struct mra_frame *f, const struct mra_options *o);
 
 /* ---- judging (judge.c) ---- */
 
 int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
               const struct mra_thresholds *th);
+/* m, a candidate below the 2% rule alone (m->rule set), recommended as
+ * one of nsites sites that one arena serves, which save together_ns
+ * together (group: what they share, e.g. "freed in F").  0, or -1. */
+int mra_promote(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th,
+                const char *group, size_t nsites, double together_ns);
 /* Two lines of memres calls replacing m's malloc and free. */
 void mra_sketch(const struct msite *m, char sk[2][160], const struct mra_thresholds *th);
 
@@ -69,6 +81,12 @@ void mra_sketch(const struct msite *m, char sk[2][160], const struct mra_thresho
 void mra_freed_fill(struct mra_site *s, const struct mra_profile *p, const size_t *at_id, size_t nid,
                     struct mra_symbols *sym);
 void mra_change(struct mra_site *s, double never_share, double at_exit_share);
+/* The arena candidates each below the 2% rule whose objects one
+ * function frees (the dominant free stack's innermost function that is
+ * not a folded wrapper), or that are never freed, recommended together
+ * where together they pass it (mra_promote).  0, or -1. */
+int mra_free_groups(struct work *w, const struct mra_analysis *a, const struct mra_profile *p, const size_t *at_id,
+                    size_t nid, struct mra_symbols *sym, const struct mra_thresholds *th);
 /* The allocators behind a function that w's sites together, not alone,
  * are worth (a->behind).  0, or -1. */
 int mra_behind_functions(struct work *w, struct mra_analysis *a, const struct mra_costs *c,

@@ -860,6 +860,125 @@ static void test_behind_function(void **state)
     result_free(&r);
 }
 
+/* Two functions that free (they play the caller of free). */
+static __attribute__((noinline)) void free_doc(cap *c)
+{
+    c->line = __LINE__; capture(c);
+    __asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void free_other(cap *c)
+{
+    c->line = __LINE__; capture(c);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* A site freed in bursts from the free stack at raw id fid. */
+static struct mra_site_stats stats_freed_by(uint64_t n, uint32_t fid)
+{
+    struct mra_site_stats st = stats_one(n, 48);
+    st.freed_together = n;
+    st.nfree_sites = 1;
+    st.free_sites[0] = fid;
+    st.free_site_counts[0] = n / 64;
+    return st;
+}
+
+/* Arena candidates each below the 2% rule, whose objects one function
+ * frees, are recommended together where together they pass it (one arena
+ * for the burst); a candidate freed by another function is not; sites
+ * never freed go together too. */
+static void test_free_groups(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, 400000000ull, 64 << 20); /* 400 ms: the rule is 8 ms */
+    cap fd, fo;
+    free_doc(&fd);
+    free_other(&fo);
+    struct mra_raw_site *r0 = synth_add(&s, &fd, stats_one(1, 16));
+    r0->s.free_stack = 1;
+    struct mra_raw_site *r1 = synth_add(&s, &fo, stats_one(1, 16));
+    r1->s.free_stack = 1;
+    uint32_t doc = r0->s.id, other = r1->s.id;
+    /* 250,000 x (22 - 2) ns = 5 ms = 1.25% each; three freed in free_doc */
+    cap c[4];
+    caller_a(&c[0]);
+    caller_b(&c[1]);
+    via_xmalloc(&c[2], 0);
+    via_xmalloc(&c[3], 1);
+    for (int k = 0; k < 3; k++)
+        synth_add(&s, &c[k], stats_freed_by(250000, doc));
+    synth_add(&s, &c[3], stats_freed_by(250000, other));
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    size_t grouped = 0, alone = 0;
+    for (size_t i = 0; i < r.a.nsites; i++) {
+        const struct mra_site *x = &r.a.sites[i];
+        if (x->s.allocations != 250000)
+            continue;
+        if (x->rec == MRA_ARENA) {
+            grouped++;
+            assert_near(x->predicted_saving_ns, 250000.0 * 20, 1e-6);
+            assert_contains(x->reason, "together with the 2 other sites freed in free_doc");
+            assert_contains(x->reason, "3.8% together");
+            assert_contains(x->reason, "one mr_arena for them all");
+            assert_contains(x->near, "together");
+            assert_true(x->memory_delta_bytes != 0);
+        } else {
+            alone++;
+            assert_int_equal(x->rec, MRA_NONE);
+            assert_contains(x->reason, "below min_share");
+            assert_string_equal(x->frames[0].function, "via_xmalloc");
+        }
+    }
+    assert_int_equal(grouped, 3);
+    assert_int_equal(alone, 1);
+    assert_near(r.a.total_saving_ns, 3 * 250000.0 * 20, 1e-6);
+    result_free(&r);
+
+    /* two freed in free_doc only: 2.5% together, still one arena; a
+     * raised rule (3%) leaves them none */
+    synth_init(&s, 400000000ull, 64 << 20);
+    r0 = synth_add(&s, &fd, stats_one(1, 16));
+    r0->s.free_stack = 1;
+    for (int k = 0; k < 2; k++)
+        synth_add(&s, &c[k], stats_freed_by(250000, r0->s.id));
+    analyze(&s, &r);
+    for (size_t i = 0; i < r.a.nsites; i++)
+        if (r.a.sites[i].s.allocations == 250000)
+            assert_int_equal(r.a.sites[i].rec, MRA_ARENA);
+    result_free(&r);
+    struct mra_options o;
+    mra_options_default(&o);
+    o.th.min_share = 0.03;
+    analyze_with(&s, &o, &r);
+    for (size_t i = 0; i < r.a.nsites; i++)
+        if (r.a.sites[i].s.allocations == 250000)
+            assert_int_equal(r.a.sites[i].rec, MRA_NONE);
+    result_free(&r);
+
+    /* never freed: 600,000 x (22 - 2 - 11) ns = 5.4 ms = 1.35% each, one
+     * arena for both, destroyed at exit */
+    synth_init(&s, 400000000ull, 64 << 20);
+    for (int k = 0; k < 2; k++) {
+        struct mra_site_stats st = stats_one(600000, 48);
+        st.live_objects = 600000;
+        st.frees = 0;
+        st.freed_bytes = 0;
+        synth_add(&s, &c[k], st);
+    }
+    analyze(&s, &r);
+    dump(&r.a);
+    for (size_t i = 0; i < r.a.nsites; i++)
+        if (r.a.sites[i].s.allocations == 600000) {
+            assert_int_equal(r.a.sites[i].rec, MRA_ARENA);
+            assert_contains(r.a.sites[i].reason, "together with the 1 other site never freed");
+        }
+    result_free(&r);
+}
+
 static void test_retention(void **state)
 {
     (void)state;
@@ -998,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_two_percent),
         cmocka_unit_test(test_glibc_timed),
         cmocka_unit_test(test_behind_function),
+        cmocka_unit_test(test_free_groups),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_order_and_reports),
     };
