@@ -121,6 +121,14 @@ static void strtab_free(struct strtab *t)
 
 /* ---- modules ---- */
 
+/* A compilation unit's address range: the lookup of a module without
+ * .debug_aranges (clang writes none; libdw then finds no unit for an
+ * address), built once from the units' own DW_AT_ranges / low_pc. */
+struct curange {
+    Dwarf_Addr lo, hi;           /* in the module's addresses (bias added) */
+    Dwarf_Off die;               /* the unit's DIE */
+};
+
 struct mod {
     uint64_t bias, lo, hi;
     size_t order;                /* in the profile: later records win overlaps */
@@ -128,7 +136,66 @@ struct mod {
     Dwfl *dwfl;
     Dwfl_Module *dm;
     int state;                   /* 0: not opened yet, 1: open, -1: not readable */
+    struct curange *cur;         /* sorted by lo; NULL: not built yet */
+    size_t ncur;
+    bool cur_built;
 };
+
+static int cmp_curange(const void *a, const void *b)
+{
+    const struct curange *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void build_curanges(struct mod *m)
+{
+    m->cur_built = true;
+    size_t cap = 0;
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = NULL;
+    while ((cu = dwfl_module_nextcu(m->dm, cu, &bias)) != NULL) {
+        Dwarf_Addr base, lo, hi;
+        ptrdiff_t off = 0;
+        while ((off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0) {
+            if (hi <= lo)
+                continue;
+            if (m->ncur == cap) {
+                size_t nc = cap ? 2 * cap : 64;
+                struct curange *p = realloc(m->cur, nc * sizeof *p);
+                if (!p)
+                    return; /* what is there is sorted below: fewer units found */
+                m->cur = p;
+                cap = nc;
+            }
+            m->cur[m->ncur++] = (struct curange){ lo + bias, hi + bias, dwarf_dieoffset(cu) };
+        }
+    }
+    if (m->ncur)
+        qsort(m->cur, m->ncur, sizeof *m->cur, cmp_curange);
+}
+
+/* The unit covering addr by the ranges above, into *out; NULL if none. */
+static Dwarf_Die *cu_by_ranges(struct mod *m, Dwarf_Addr addr, Dwarf_Die *out, Dwarf_Addr *bias)
+{
+    if (!m->cur_built)
+        build_curanges(m);
+    size_t lo = 0, hi = m->ncur;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->cur[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* ranges of different units do not overlap; the last starting at or
+     * below addr is the only one that may hold it */
+    if (lo == 0 || addr >= m->cur[lo - 1].hi)
+        return NULL;
+    Dwarf *dw = dwfl_module_getdwarf(m->dm, bias);
+    if (!dw || !dwarf_offdie(dw, m->cur[lo - 1].die, out))
+        return NULL;
+    return out;
+}
 
 /* ---- the frames of one address: its inline chain, innermost first ---- */
 
@@ -370,16 +437,30 @@ static void resolve(struct mra_symbols *s, struct entry *e)
     int nfn = 0;
     Dwarf_Die *scopes = NULL;
     Dwarf_Die *cu = dwfl_module_addrdie(m->dm, addr, &mbias);
+    Dwarf_Die cu_buf;
+    bool by_ranges = false;
+    if (!cu) {
+        cu = cu_by_ranges(m, addr, &cu_buf, &mbias);
+        by_ranges = cu != NULL;
+    }
 
     /* the line table, only where a compilation unit covers the address
      * (else libdw may answer with the last line of a neighbouring unit:
      * _start from crt1.o, code without debug information) */
     const char *file = NULL;
     int line = 0;
-    Dwfl_Line *dl = cu ? dwfl_module_getsrc(m->dm, addr) : NULL;
+    Dwfl_Line *dl = cu && !by_ranges ? dwfl_module_getsrc(m->dm, addr) : NULL;
     Dwarf_Addr laddr = 0;
-    if (dl)
+    if (dl) {
         file = dwfl_lineinfo(dl, &laddr, &line, NULL, NULL, NULL);
+    } else if (by_ranges) {
+        /* libdwfl's line lookup goes through the aranges too: the unit's own table */
+        Dwarf_Line *ln = dwarf_getsrc_die(cu, addr - mbias);
+        if (ln && dwarf_lineaddr(ln, &laddr) == 0 && dwarf_lineno(ln, &line) == 0) {
+            file = dwarf_linesrc(ln, NULL, NULL);
+            laddr += mbias;
+        }
+    }
     /* a row before the function's start is another function's */
     if (file && symname && laddr < addr - off) {
         file = NULL;
@@ -562,6 +643,8 @@ void mra_symbols_free(struct mra_symbols *s)
     for (size_t i = 0; i < s->nmods; i++)
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
+    for (size_t i = 0; i < s->nmods; i++)
+        free(s->mods[i].cur);
     free(s->mods);
     free(s->maxhi);
     free(s->tab);
