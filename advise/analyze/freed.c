@@ -214,21 +214,26 @@ static bool free_key(const struct msite *m, const struct mra_profile *p, const s
     if (best == n)
         return false;
     const struct mra_raw_site *raw = &p->sites[at_id[st->free_sites[best]]];
+    bool unnamed = false;
     for (unsigned j = 0; j < raw->s.nframes; j++) {
         unsigned ni = 0;
         const struct mra_frame *fr = mra_symbols_inline(sym, raw->frames[j], &ni);
-        for (unsigned x = 0; fr && x < ni; x++)
+        for (unsigned x = 0; fr && x < ni; x++) {
             if (fr[x].function && !mra_is_free_wrapper(&fr[x], o)) {
-                snprintf(key, cap, "freed in %s", fr[x].function);
+                /* a function without a symbol (a static one of a stripped
+                 * library) is named by its first named caller: two return
+                 * addresses in it are one function there */
+                snprintf(key, cap, "freed in %s%s", unnamed ? "a function called from " : "", fr[x].function);
                 return true;
             }
-        if (!fr || ni == 0) {
-            /* no symbol: the return address's place in its module */
-            snprintf(key, cap, "freed at 0x%llx", (unsigned long long)raw->frames[j]);
-            return true;
+            unnamed |= !fr[x].function;
         }
+        unnamed |= !fr || ni == 0;
     }
-    return false;
+    if (raw->s.nframes == 0)
+        return false;
+    snprintf(key, cap, "freed at 0x%llx", (unsigned long long)raw->frames[0]);
+    return true;
 }
 
 int mra_free_groups(struct work *w, const struct mra_analysis *a, const struct mra_profile *p, const size_t *at_id,
