@@ -287,9 +287,15 @@ enum mra_plan_mode {
 };
 /* Writes the plan (plan.c's head comment has the format) of a, analysed
  * from p, to f: the sites of mode, or only the site with report id
- * only_site when it is not 0.  0, or -1. */
+ * only_site when it is not 0, routed to its allocator or, with as not
+ * MRA_NONE, to as.  0, or -1. */
 int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, enum mra_plan_mode mode,
-                   unsigned only_site);
+                   unsigned only_site, enum mra_rec as);
+/* The allocator measure --alternatives tries at s beside k (its plan's):
+ * pools for an arena, arena-rewind or object pool site whose sizes pools
+ * serve, an object pool for a pools site with a size of half its
+ * allocations or more; MRA_NONE where there is none. */
+enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, uint64_t max_small_size);
 
 /* ---- apply and measure (measure.c) ---- */
 
@@ -303,11 +309,14 @@ struct mra_planned_site {
     enum mra_rec kind;
     double predicted_ns, glibc_ns;
     char plan[4096];             /* its own plan (this site alone), when written */
+    enum mra_rec alt;            /* the alternative (mra_alternative), or MRA_NONE */
+    char alt_plan[4096];         /* this site alone on alt, when written */
 };
 struct mra_planned {
     const char *dir;             /* where each site's own plan goes (NULL: none) */
     enum mra_plan_mode mode;
     double program_ns;           /* the program's own time in the recorded run */
+    double min_share;            /* the 2% rule, as a fraction */
     double predicted_ns;         /* over the planned sites */
     size_t n;                    /* planned sites (the first MRA_PLANNED_MAX in s[]) */
     struct mra_planned_site s[MRA_PLANNED_MAX];
@@ -316,6 +325,7 @@ struct mra_planned {
 struct mra_measure_options {
     unsigned rounds;             /* 1..MRA_MEASURE_ROUNDS_MAX */
     bool per_site;               /* also each planned site alone */
+    bool alternatives;           /* also each planned site alone on its alternative */
     bool other_mallocs;          /* also mimalloc and jemalloc, where installed */
 };
 

@@ -50,7 +50,7 @@ static void usage(FILE *f)
             "usage: memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--html FILE] [--trace FILE]\n"
             "                     [--depth N] [--top N] [--min-share PERCENT] [--wrapper NAME]...\n"
             "                     [--plan FILE] [--plan-candidates]\n"
-            "                     [--measure [--rounds N] [--per-site] [--no-other-mallocs]]\n"
+            "                     [--measure [--rounds N] [--per-site] [--alternatives] [--no-other-mallocs]]\n"
             "                     -- PROGRAM [ARGS...]\n"
             "       memres-advise measure [options as above] -- PROGRAM [ARGS...]\n"
             "       memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]\n"
@@ -79,7 +79,8 @@ static void usage(FILE *f)
             "  --measure        then run PROGRAM --rounds times (default 5) on glibc, under the plan,\n"
             "                   and on mimalloc and jemalloc where installed (--no-other-mallocs: not),\n"
             "                   alternating, and report CPU time and peak RSS, paired by round\n"
-            "                   (--per-site: also each planned site alone); PROGRAM's input must be\n"
+            "                   (--per-site: also each planned site alone; --alternatives: and each\n"
+            "                   on another allocator, to see which saves most); PROGRAM's input must be\n"
             "                   a file or the terminal\n"
             "  --save-profile FILE     keep the recorder's profile (format.h) in FILE\n"
             "  --analyze-profile FILE  run nothing: analyse a profile saved before (for tests)\n"
@@ -234,11 +235,12 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
     FILE *f = open_out(path);
     if (!f)
         return -1;
-    int rc = mra_plan_write(f, p, a, mode, 0);
+    int rc = mra_plan_write(f, p, a, mode, 0, MRA_NONE);
     rc |= close_out(f, path);
     if (!pl || rc)
         return rc;
     pl->program_ns = a->program_ns;
+    pl->min_share = a->opts.th.min_share;
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
         enum mra_rec k = mode == MRA_PLAN_CANDIDATES ? s->candidate : s->rec;
@@ -255,8 +257,17 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
                 FILE *g = open_out(ps->plan);
                 if (!g)
                     return -1;
-                rc |= mra_plan_write(g, p, a, mode, s->id);
+                rc |= mra_plan_write(g, p, a, mode, s->id, MRA_NONE);
                 rc |= close_out(g, ps->plan);
+                ps->alt = mra_alternative(s, k, a->opts.th.max_small_size);
+                if (ps->alt != MRA_NONE) {
+                    snprintf(ps->alt_plan, sizeof ps->alt_plan, "%s/plan-%u-alt", pl->dir, s->id);
+                    g = open_out(ps->alt_plan);
+                    if (!g)
+                        return -1;
+                    rc |= mra_plan_write(g, p, a, mode, s->id, ps->alt);
+                    rc |= close_out(g, ps->alt_plan);
+                }
             }
         }
         pl->n++;
@@ -431,6 +442,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--per-site") == 0) {
             mo.per_site = true;
+            continue;
+        }
+        if (strcmp(a, "--alternatives") == 0) {
+            mo.alternatives = true;
             continue;
         }
         if (strcmp(a, "--plan-candidates") == 0) {

@@ -11,7 +11,9 @@
  *   order that alternates from round to round (and, when
  *   MEMRES_ADVISE_ZEROCOST names tests/zerocost.c's library, over a malloc
  *   whose free does nothing: the limit); with --per-site also once
- *   under each planned site's plan alone.  Each run's user + system time
+ *   under each planned site's plan alone, and with --alternatives once
+ *   more with the site on another allocator (mra_alternative): which
+ *   allocator saves most at each site, measured, against the advice.  Each run's user + system time
  *   and peak RSS come from wait4; a variant's figures are the medians over
  *   the rounds of its ratio to the glibc run of the same round (paired:
  *   the machine's drift between rounds cancels), with the lowest and
@@ -31,13 +33,14 @@
 
 #include "analysis.h"
 
-#define MAX_VARIANTS (4 + MRA_PLANNED_MAX)
+#define MAX_VARIANTS (5 + 2 * MRA_PLANNED_MAX)
 
 struct variant {
     char name[64];
     const char *preload;         /* NULL: glibc */
     const char *plan;            /* the apply runtime's plan, or NULL */
     unsigned site;               /* per-site plan: the site; 0: all */
+    enum mra_rec kind;           /* per-site plan: the allocator it routes the site to */
     double cpu[MRA_MEASURE_ROUNDS_MAX], rss[MRA_MEASURE_ROUNDS_MAX];
     double ratio[MRA_MEASURE_ROUNDS_MAX], rss_ratio[MRA_MEASURE_ROUNDS_MAX];
     unsigned runs;
@@ -153,6 +156,54 @@ static void read_stats(const char *path, unsigned *walk, double *ident_ns, doubl
     fclose(f);
 }
 
+/* Which allocator saved most at each planned site, its plan alone: the
+ * advised one, the alternative, or none (glibc) where neither saved
+ * min_share of glibc's run. */
+static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const struct variant *vs, unsigned first,
+                                 unsigned nv)
+{
+    double need = 1 - (pl->min_share > 0 ? pl->min_share : 0.02);
+    fprintf(f, "\n  which allocator saves most at each site (its plan alone; a median ratio above %.3f, a\n"
+               "  saving under %g%% of glibc's run, is none):\n",
+            need, 100 * (1 - need));
+    unsigned held = 0, judged = 0;
+    for (size_t k = 0; k < pl->n; k++) {
+        const struct mra_planned_site *ps = &pl->s[k];
+        double own = -1, alt = -1;
+        for (unsigned i = first; i < nv; i++) {
+            if (vs[i].site != ps->site)
+                continue;
+            double r = median(vs[i].ratio, vs[i].runs, NULL, NULL);
+            if (vs[i].kind == ps->kind)
+                own = r;
+            else
+                alt = r;
+        }
+        if (own < 0)
+            continue;
+        enum mra_rec best = MRA_NONE;
+        double br = need;
+        if (own <= br) {
+            best = ps->kind;
+            br = own;
+        }
+        if (alt >= 0 && alt < br) {
+            best = ps->alt;
+            br = alt;
+        }
+        judged++;
+        held += best == ps->kind;
+        char as[48] = "";
+        if (alt >= 0)
+            snprintf(as, sizeof as, ", %s %.3f", mra_rec_name(ps->alt), alt);
+        char said[64];
+        snprintf(said, sizeof said, best == ps->kind ? "the advice" : "the advice was %s", mra_rec_name(ps->kind));
+        fprintf(f, "    site %-4u %s %.3f%s -> %s (%s)\n", ps->site, mra_rec_name(ps->kind), own, as,
+                mra_rec_name(best), said);
+    }
+    fprintf(f, "  the advice held at %u of %u site%s\n", held, judged, judged == 1 ? "" : "s");
+}
+
 int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, const struct mra_measure_options *o,
                 FILE *f)
 {
@@ -193,11 +244,20 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         vs[nv++].preload = zc;
     }
     unsigned first_site = nv;
-    if (o->per_site && pl->n > 1)
+    if ((o->per_site && pl->n > 1) || o->alternatives)
         for (size_t i = 0; i < pl->n && nv < MAX_VARIANTS; i++) {
-            snprintf(vs[nv].name, sizeof vs[0].name, "site %u alone", pl->s[i].site);
+            snprintf(vs[nv].name, sizeof vs[0].name, "site %u alone%s%s", pl->s[i].site,
+                     o->alternatives ? ", " : "", o->alternatives ? mra_rec_name(pl->s[i].kind) : "");
             vs[nv].plan = pl->s[i].plan;
+            vs[nv].kind = pl->s[i].kind;
             vs[nv++].site = pl->s[i].site;
+            if (o->alternatives && pl->s[i].alt != MRA_NONE && nv < MAX_VARIANTS) {
+                snprintf(vs[nv].name, sizeof vs[0].name, "site %u alone, %s", pl->s[i].site,
+                         mra_rec_name(pl->s[i].alt));
+                vs[nv].plan = pl->s[i].alt_plan;
+                vs[nv].kind = pl->s[i].alt;
+                vs[nv++].site = pl->s[i].site;
+            }
         }
     for (unsigned i = 0; i < nv; i++) {
         char name[32];
@@ -295,11 +355,17 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
                         ps = &pl->s[k];
                 double lo, hi;
                 double r2 = median(vs[i].ratio, vs[i].runs, &lo, &hi);
-                fprintf(f, "    site %-4u %-13s predicted %8.1f ms  measured %8.1f ms (%.3f, %.3f-%.3f)\n", vs[i].site,
-                        ps ? mra_rec_name(ps->kind) : "?", ps ? ps->predicted_ns / 1e6 : 0, (1 - r2) * g / 1e6, r2,
-                        lo, hi);
+                if (ps && vs[i].kind != ps->kind)
+                    fprintf(f, "    site %-4u %-13s %29s measured %8.1f ms (%.3f, %.3f-%.3f)\n", vs[i].site,
+                            mra_rec_name(vs[i].kind), "(the alternative)", (1 - r2) * g / 1e6, r2, lo, hi);
+                else
+                    fprintf(f, "    site %-4u %-13s predicted %8.1f ms  measured %8.1f ms (%.3f, %.3f-%.3f)\n",
+                            vs[i].site, ps ? mra_rec_name(ps->kind) : "?", ps ? ps->predicted_ns / 1e6 : 0,
+                            (1 - r2) * g / 1e6, r2, lo, hi);
             }
         }
+        if (o->alternatives)
+            alternatives_verdict(f, pl, vs, first_site, nv);
     }
     for (unsigned i = 0; i < nv; i++)
         unlink(vs[i].stats);

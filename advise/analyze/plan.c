@@ -165,8 +165,25 @@ static enum mra_rec plan_kind(const struct mra_site *s, enum mra_plan_mode mode)
     return s->rec;
 }
 
+enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, uint64_t max_small_size)
+{
+    const struct mra_site_stats *st = &s->s;
+    switch (k) {
+    case MRA_ARENA:
+    case MRA_ARENA_REWIND:
+    case MRA_OBJPOOL:
+        return st->max_size <= max_small_size ? MRA_POOLS : MRA_NONE;
+    case MRA_POOLS:
+        return st->nsizes && st->sizes[0].size <= max_small_size && 2 * st->sizes[0].count >= st->allocations
+                   ? MRA_OBJPOOL
+                   : MRA_NONE;
+    default:
+        return MRA_NONE;
+    }
+}
+
 int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, enum mra_plan_mode mode,
-                   unsigned only_site)
+                   unsigned only_site, enum mra_rec as)
 {
     size_t n = p->nsites;
     struct pstack *ps = calloc(n ? n : 1, sizeof *ps);
@@ -209,6 +226,8 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
         enum mra_rec k = plan_kind(s, mode);
         if (k == MRA_NONE || (only_site && s->id != only_site))
             continue;
+        if (only_site && as != MRA_NONE)
+            k = as;
         kind_of_route[++nroutes] = k;
         uint64_t size = k == MRA_OBJPOOL && s->s.nsizes ? s->s.sizes[0].size : 0;
         fprintf(f, "route %u %s %llu %u\n", nroutes, mra_rec_name(k), (unsigned long long)size, s->id);

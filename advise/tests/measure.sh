@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# advise/tests/measure.sh -- `memres-advise measure --alternatives` runs and
+# says what it measured:
+#
+#   measure.sh ADVISOR WORKDIR -- PROGRAM [ARGS...]
+#
+# One round (timing is never a pass/fail here): the table has the glibc
+# run, the plan's run and each planned site alone on its allocator and on
+# its alternative; the verdict names, for every planned site, the allocator
+# that saved most (or none) and how many sites the advice held at; no run
+# changed the program's output or exit status.
+set -u
+advisor=$1 work=$2
+shift 2
+[ "$1" = "--" ] && shift
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "measure.sh: FAIL: $*" >&2; cat "$work/report" >&2; exit 1; }
+"$advisor" measure --alternatives --rounds 1 --no-other-mallocs --min-share 0 --plan-candidates \
+  -o "$work/report" -- "$@" </dev/null >"$work/out" 2>"$work/err" || fail "measure exited $?"
+r=$work/report
+grep -q '^  glibc malloc ' "$r" || fail "no glibc row"
+grep -q '^  memres (the plan) ' "$r" || fail "no plan row"
+grep -Eq 'DIFFERS' "$r" && fail "a run changed the output or exit status"
+nsites=$(grep -Ec '^  site [0-9]+ alone, ' "$r")
+[ "$nsites" -ge 2 ] || fail "fewer than two per-site rows ($nsites)"
+# every planned site's allocator and its alternative, then the verdict
+grep -Eq '^    site [0-9]+ +[a-z-]+ [0-9.]+, [a-z-]+ [0-9.]+ -> [a-z-]+ \((the advice|the advice was [a-z-]+)\)$' "$r" \
+  || fail "no verdict line with an alternative"
+grep -Eq '^  the advice held at [0-9]+ of [0-9]+ sites?$' "$r" || fail "no summary"
+echo "measure.sh: $(grep -E '^    site .* -> ' "$r" | head -3 | tr -s ' ')"
