@@ -13,14 +13,16 @@
  * compare against tl_next, read without lock.  When the buffer is full,
  * the interval doubles and of the points in each new slot only the first
  * stays: every other one, when each slot had one.  So whatever the run's
- * length the series holds between about TL_CAP / 2 and TL_CAP points
- * spread evenly over it, and its memory is fixed (TL_CAP points, here).
+ * length the series holds at most TL_CAP points spread evenly over it
+ * (TL_CAP / 2 at least where offers come in every slot), and its memory
+ * is fixed (TL_CAP points, here).
  *
  * The peak would be lost to the decimation (and fall between samples), so
  * it is kept apart: the allocation (or growing realloc) that takes the
- * program's live bytes above the peak noted so far stores its tick and
- * time in g_tl_peak (hot.h's tl_peak_note: one compare per allocation,
- * a few stores while the program grows).  With one recording thread the
+ * program's live bytes above the peak so far stores its tick and time in
+ * g_tl_peak (hot.h's tl_peak_note, called from the branch record.c's
+ * live_add takes when the program's peak rises: nothing while the program
+ * does not grow, a few stores while it does).  With one recording thread the
  * stores are plain; with several, a compare-and-swap on the bytes elects
  * the thread that stores the rest, so a point written while another
  * thread raises the peak may mix the two moments' tick and time (they are
