@@ -75,9 +75,12 @@ struct mra_profile {
     size_t nmodules;
     struct mra_raw_site *sites;
     size_t nsites;
+    struct mra_timeline_header tl; /* tl.npoints 0: no timeline (a version 4 profile) */
+    struct mra_timeline_point *timeline; /* tl.npoints points (format.h) */
 };
 
-/* Reads the profile at path: 0, or -1 with a message on stderr (missing,
+/* Reads the profile at path, of versions MRA_PROFILE_VERSION_MIN to
+ * MRA_PROFILE_VERSION: 0, or -1 with a message on stderr (missing,
  * truncated, wrong magic or version). */
 int mra_profile_read(const char *path, struct mra_profile *p);
 void mra_profile_free(struct mra_profile *p);
@@ -245,6 +248,8 @@ struct mra_analysis {
     size_t nbehind;
     size_t nsites_total;         /* sites after merging; sites[] holds the first
                                     max(recommended, top, 4096) of them */
+    struct mra_timeline_header tl; /* the profile's timeline, copied (tl.npoints 0: none) */
+    struct mra_timeline_point *timeline;
 };
 
 /* Folds, merges, judges and costs p's sites.  0, or -1 with a message. */

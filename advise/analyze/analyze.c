@@ -92,6 +92,13 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
     if (!at_id)
         goto nomem;
     memset(at_id, 0xff, nid * sizeof *at_id);
+    if (p->tl.npoints) {
+        a->timeline = malloc(p->tl.npoints * sizeof *a->timeline);
+        if (!a->timeline)
+            goto nomem;
+        memcpy(a->timeline, p->timeline, p->tl.npoints * sizeof *a->timeline);
+        a->tl = p->tl;
+    }
     for (size_t i = 0; i < p->nsites; i++) {
         at_id[p->sites[i].s.id] = i;
         if (p->sites[i].s.free_stack)
@@ -205,8 +212,11 @@ void mra_analysis_free(struct mra_analysis *a)
             free(a->sites[i].raw_ids);
     free(a->sites);
     free(a->folded);
+    free(a->timeline);
     a->sites = NULL;
     a->folded = NULL;
+    a->timeline = NULL;
+    a->tl.npoints = 0;
     a->nsites = a->nfolded = 0;
 }
 

@@ -9,6 +9,9 @@
  * report is 19 MB, this data 4.7 MB):
  *   "generator"  memres-advise and its version
  *   "run"        the run's figures (the text report's head)
+ *   "timeline"   the profile's timeline of live bytes (format.h), or null:
+ *                {"peak": index, "interval_ns", "points": [[time_ns,
+ *                allocations, live_bytes, live_objects], ...]}
  *   "columns"    the names of a site row's columns
  *   "sites"      one array per site, in the analysis' order; its frames
  *                as indices into "frames"; a histogram as [first bucket,
@@ -33,9 +36,10 @@
  * flame graph (an icicle: outermost frame on top) of the sites' folded
  * stacks (fold.c's frames, as the report gives them) weighted by
  * allocations, bytes or glibc time, a click zooming into a frame; the
- * plan; the measured table.  The profile holds no timeline of live bytes
- * (the recorder keeps totals, peaks and histograms per site), so the page
- * says so instead of drawing one.  When the script ends it lays the page
+ * plan; the measured table; live bytes over time, an SVG line chart of
+ * the timeline (axes in time and bytes, in units of the largest figure:
+ * MiB from 1 MiB on), its peak marked and labelled (a profile without a
+ * timeline, of version 4, gets a note instead).  When the script ends it lays the page
  * out, sets the title to "memres-advise: ok" and writes performance.now()
  * into #render-ms; an exception sets the title to "memres-advise: error
  * ..." (the tests load the page in headless Chromium and read both). */
@@ -91,6 +95,11 @@ static const char *const page_css[] = {
     ".hbar div{background:#e9a15a;height:12px;margin-right:6px}",
     "#detail{border:1px solid #ddd;padding:4px 14px 12px;margin-top:12px;background:#fdfdfd}",
     "ol.frames{margin:4px 0;padding-left:22px;font-size:12px}",
+    "#livechart .grid{stroke:#eee}#livechart .axis-line{stroke:#999}#livechart text{font-size:11px;fill:#555}",
+    "#livechart .yl{text-anchor:end}#livechart .xl,#livechart .xt,#livechart .yt{text-anchor:middle}",
+    "#livechart .live-line{fill:none;stroke:#2a6fdb;stroke-width:1.5}#livechart .live-area{fill:#2a6fdb;"
+        "fill-opacity:.12;stroke:none}",
+    "#livechart .live-peak{fill:#d62828}#livechart .peak-label{fill:#d62828;font-weight:600}",
     "ul.recs{padding-left:18px;max-height:320px;overflow:auto;margin:4px 0}ul.recs li{cursor:pointer}ul.recs "
         "li:hover{text-decoration:underline}",
 };
@@ -508,11 +517,70 @@ static const char *const page_js[] = {
     "  $(\"plan\").innerHTML = ph;",
     "}",
     "if (D.measured) $(\"measured\").innerHTML = \"<pre>\" + esc(D.measured) + \"</pre>\";",
-    "$(\"livenote\").innerHTML = \"The profile holds no timeline: the recorder keeps each site's totals, peaks and "
-        "lifetime \" +",
-    "  \"histograms, not live bytes over time, so no curve is drawn. The program's peak: \" + "
-        "by(R.peak_live_bytes) + \" in \" +",
-    "  cnt(R.peak_live_objects) + \" objects; at exit \" + by(R.live_bytes_at_exit) + \".\";",
+    "/* ---- live bytes over time: the timeline as an SVG line chart ---- */",
+    "function niceStep(max, n) {",
+    "  var raw = max / n, p = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10)), m = raw / p;",
+    "  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;",
+    "}",
+    "function decimals(step) { return Math.max(0, -Math.floor(Math.log(step) / Math.LN10 + 1e-9)); }",
+    "function liveChart(TL) {",
+    "  var P = TL.points, pk = P[TL.peak], W = 920, H = 280, L = 70, RM = 20, TM = 16, BM = 40;",
+    "  var tmax = P[P.length - 1][0] || 1, bmax = pk[2] || 1;",
+    "  var yu = bmax >= 10737418240 ? [1073741824, \"GiB\"] : bmax >= 1048576 ? [1048576, \"MiB\"] : [1024, "
+        "\"KiB\"];",
+    "  var xu = tmax >= 1e9 ? [1e9, \"s\"] : tmax >= 1e6 ? [1e6, \"ms\"] : [1e3, \"us\"];",
+    "  var ys = niceStep(bmax / yu[0], 5), xs = niceStep(tmax / xu[0], 8);",
+    "  var ytop = Math.ceil(bmax / yu[0] / ys - 1e-9) * ys * yu[0];",
+    "  if (!(ytop > 0)) ytop = bmax;",
+    "  function X(t) { return (L + (W - L - RM) * t / tmax).toFixed(1); }",
+    "  function Y(b) { return (TM + (H - TM - BM) * (1 - b / ytop)).toFixed(1); }",
+    "  var o = [\"<svg id=livechart width=\\\"\" + W + \"\\\" height=\\\"\" + H +",
+    "    \"\\\" viewBox=\\\"0 0 \" + W + \" \" + H + \"\\\" role=img aria-label=\\\"live bytes over time\\\">\"];",
+    "  var v, yd = decimals(ys), xd = decimals(xs);",
+    "  for (v = 0; v * yu[0] <= ytop * (1 + 1e-9); v += ys) {",
+    "    var y = Y(v * yu[0]);",
+    "    o.push(\"<line class=grid x1=\" + L + \" x2=\" + (W - RM) + \" y1=\" + y + \" y2=\" + y + \"></line>\" +",
+    "      \"<text class=yl x=\" + (L - 6) + \" y=\" + y + \" dy=4>\" + v.toFixed(yd) + \"</text>\");",
+    "  }",
+    "  for (v = 0; v * xu[0] <= tmax * (1 + 1e-9); v += xs) {",
+    "    var x = X(v * xu[0]);",
+    "    o.push(\"<line class=grid x1=\" + x + \" x2=\" + x + \" y1=\" + TM + \" y2=\" + (H - BM) + \"></line>\" +",
+    "      \"<text class=xl x=\" + x + \" y=\" + (H - BM + 16) + \">\" + v.toFixed(xd) + \"</text>\");",
+    "  }",
+    "  var line = P.map(function (q) { return X(q[0]) + \",\" + Y(q[2]); }).join(\" \");",
+    "  o.push(\"<polygon class=live-area points=\\\"\" + X(0) + \",\" + Y(0) + \" \" + line + \" \" + X(tmax) "
+        "+ \",\" + Y(0) +",
+    "    \"\\\"></polygon><polyline class=live-line points=\\\"\" + line + \"\\\"></polyline>\");",
+    "  o.push(\"<line class=axis-line x1=\" + L + \" x2=\" + L + \" y1=\" + TM + \" y2=\" + (H - BM) + "
+        "\"></line>\" +",
+    "    \"<line class=axis-line x1=\" + L + \" x2=\" + (W - RM) + \" y1=\" + (H - BM) + \" y2=\" + (H - BM) "
+        "+ \"></line>\");",
+    "  o.push(\"<text class=xt x=\" + ((L + W - RM) / 2) + \" y=\" + (H - 6) + \">time since start (\" + "
+        "xu[1] + \")</text>\" +",
+    "    \"<text class=yt transform=\\\"rotate(-90)\\\" x=\" + (-(TM + H - BM) / 2) + \" y=16>live (\" + "
+        "yu[1] + \")</text>\");",
+    "  var px = +X(pk[0]), py = +Y(pk[2]), right = px > W / 2;",
+    "  var label = \"peak \" + by(pk[2]) + \" at \" + ns(pk[0]) + \", allocation \" + cnt(pk[1]);",
+    "  o.push(\"<circle class=live-peak cx=\" + px + \" cy=\" + py + \" r=5><title>\" + esc(label + \", \" + "
+        "cnt(pk[3]) +",
+    "    \" objects\") + \"</title></circle><text class=peak-label x=\" + (right ? px - 9 : px + 9) + \" y=\" +",
+    "    Math.max(TM + 10, py + 4) + \" text-anchor=\" + (right ? \"end\" : \"start\") + \">\" + esc(label) + "
+        "\"</text>\");",
+    "  o.push(\"</svg>\");",
+    "  var last = P[P.length - 1];",
+    "  return o.join(\"\") + \"<p class=note>\" + cnt(P.length) + \" points (one per \" + ns(TL.interval_ns) +",
+    "    \" at most, sampled, the peak kept exactly); at exit \" + by(last[2]) + \" in \" + cnt(last[3]) +",
+    "    \" objects after \" + cnt(last[1]) + \" allocations.</p>\";",
+    "}",
+    "var TL = D.timeline;",
+    "if (TL && TL.points.length >= 2) {",
+    "  $(\"live-chart\").innerHTML = liveChart(TL);",
+    "} else {",
+    "  $(\"live-chart\").innerHTML = \"<p class=note>This profile holds no timeline (it was recorded by a "
+        "memres-advise\" +",
+    "    \" whose profile had none). The program's peak: \" + by(R.peak_live_bytes) + \" in \" +",
+    "    cnt(R.peak_live_objects) + \" objects; at exit \" + by(R.live_bytes_at_exit) + \".</p>\";",
+    "}",
     "renderTable();",
     "fgRender();",
     "var firstRec = -1;",
@@ -548,7 +616,10 @@ static const char *const page_body[] = {
     "the outermost frame on top, each frame as wide as its share. Click a frame to zoom into it, a "
     "site's innermost frame for its figures. Coloured by recommendation where a recommended site ends.</p>",
     "<div class=bar-row id=fgmodes></div><div id=fg></div><p class=note id=fgnote></p>",
-    "<h2 id=live>Live bytes over time</h2><p id=livenote></p>",
+    "<h2 id=live>Live bytes over time</h2>",
+    "<p class=note>The program's requested bytes live (the recorder's count, not glibc's heap) against the time "
+    "since the recorder started: sampled points, thinned to at most a thousand as the run grows, and the peak, "
+    "kept exactly and marked.</p><div id=live-chart></div>",
     "<h2 id=plan-h>The plan</h2><div id=plan><p class=note>No plan was made: <code>--plan FILE</code> writes "
     "one, <code>--measure</code> makes one.</p></div>",
     "<h2 id=measured-h>Measured</h2><div id=measured><p class=note>Not measured: <code>--measure</code> runs the "
@@ -868,6 +939,25 @@ static void data_run(FILE *f, const struct mra_analysis *a)
     fputs("]}", f);
 }
 
+/* The timeline: {"peak": index, "interval_ns": n, "points": [[time_ns,
+ * allocations, live_bytes, live_objects], ...]}, or null. */
+static void data_timeline(FILE *f, const struct mra_analysis *a)
+{
+    if (!a->tl.npoints) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"peak\":%u,\"interval_ns\":%llu,\"points\":[", a->tl.peak,
+            (unsigned long long)a->tl.interval_ns);
+    for (uint32_t i = 0; i < a->tl.npoints; i++) {
+        const struct mra_timeline_point *q = &a->timeline[i];
+        fprintf(f, "%s[%llu,%llu,%llu,%llu]", i ? "," : "", (unsigned long long)q->time_ns,
+                (unsigned long long)q->allocations, (unsigned long long)q->live_bytes,
+                (unsigned long long)q->live_objects);
+    }
+    fputs("]}", f);
+}
+
 char *mra_html_data(const struct mra_analysis *a)
 {
     char *buf = NULL;
@@ -879,6 +969,8 @@ char *mra_html_data(const struct mra_analysis *a)
     int rc = 0;
     fputs("\"run\":", f);
     data_run(f, a);
+    fputs(",\n\"timeline\":", f);
+    data_timeline(f, a);
     fprintf(f, ",\n\"columns\":[%s],\n\"sites\":[", site_columns);
     for (size_t i = 0; i < a->nsites && rc == 0; i++) {
         fputs(i ? ",\n" : "\n", f);

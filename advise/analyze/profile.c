@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/analyze/profile.c -- the profile the recorder writes at exit (format.h),
- * read back: header, modules, sites.  Every count in the file is checked
- * against the file's size before anything is allocated for it, so a
- * truncated or corrupt file fails with a message instead of a huge
- * allocation. */
+ * read back: header, modules, sites and, from version 5 on, the timeline
+ * (a version 4 profile reads as one without: tl.npoints 0).  Every count
+ * in the file is checked against the file's size (the timeline's against
+ * MRA_TIMELINE_MAX) before anything is allocated for it, so a truncated
+ * or corrupt file fails with a message instead of a huge allocation. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,21 @@ static int fail(const char *path, const char *what)
 static int read_exact(FILE *f, void *buf, size_t n)
 {
     return fread(buf, 1, n, f) == n ? 0 : -1;
+}
+
+/* The timeline section (version 5 on): 0, or -1 (truncated or corrupt:
+ * more points than the recorder writes, a peak outside them). */
+static int read_timeline(FILE *f, struct mra_profile *p)
+{
+    struct mra_timeline_header th;
+    if (read_exact(f, &th, sizeof th) != 0 || th.npoints < 2 || th.npoints > MRA_TIMELINE_MAX ||
+        th.peak >= th.npoints)
+        return -1;
+    p->timeline = malloc(th.npoints * sizeof *p->timeline);
+    if (!p->timeline || read_exact(f, p->timeline, th.npoints * sizeof *p->timeline) != 0)
+        return -1;
+    p->tl = th;
+    return 0;
 }
 
 int mra_profile_read(const char *path, struct mra_profile *p)
@@ -45,10 +61,10 @@ int mra_profile_read(const char *path, struct mra_profile *p)
         fclose(f);
         return fail(path, "not a memres-advise profile (wrong magic)");
     }
-    if (h->version != MRA_PROFILE_VERSION) {
+    if (h->version < MRA_PROFILE_VERSION_MIN || h->version > MRA_PROFILE_VERSION) {
         fclose(f);
-        fprintf(stderr, "memres-advise: %s: profile version %u, this memres-advise reads %u\n", path,
-                h->version, MRA_PROFILE_VERSION);
+        fprintf(stderr, "memres-advise: %s: profile version %u, this memres-advise reads %u to %u\n", path,
+                h->version, MRA_PROFILE_VERSION_MIN, MRA_PROFILE_VERSION);
         return -1;
     }
     if (h->depth == 0 || h->depth > MRA_MAX_DEPTH) {
@@ -103,6 +119,8 @@ int mra_profile_read(const char *path, struct mra_profile *p)
             r->s.nsizes = MRA_SIZES;
         p->nsites = (size_t)i + 1;
     }
+    if (h->version >= 5 && read_timeline(f, p) != 0)
+        goto corrupt;
     fclose(f);
     return 0;
 
@@ -129,5 +147,6 @@ void mra_profile_free(struct mra_profile *p)
     if (p->sites)
         free(p->sites[0].frames);
     free(p->sites);
+    free(p->timeline);
     memset(p, 0, sizeof *p);
 }

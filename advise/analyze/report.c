@@ -184,6 +184,13 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
             fmt_bytes(b3, sizeof b3, (double)h->live_bytes_at_exit),
             fmt_count(b4, sizeof b4, h->live_objects_at_exit), (unsigned long long)h->threads,
             h->threads == 1 ? "" : "s", (unsigned long long)h->foreign_frees);
+    if (a->tl.npoints) {
+        const struct mra_timeline_point *pk = &a->timeline[a->tl.peak], *end = &a->timeline[a->tl.npoints - 1];
+        fprintf(o, "live bytes peaked at %s, %s into the run, at allocation %s of %s (timeline of %u points)\n",
+                fmt_bytes(b1, sizeof b1, (double)pk->live_bytes), fmt_ns(b2, sizeof b2, (double)pk->time_ns),
+                fmt_count(b3, sizeof b3, pk->allocations), fmt_count(b4, sizeof b4, end->allocations),
+                a->tl.npoints);
+    }
     fprintf(o, "%zu sites from %llu recorded call stacks, depth %u (recorded %u); recorder memory peak %s",
             a->nsites_total, (unsigned long long)h->nsites, a->opts.depth, h->depth,
             fmt_bytes(b1, sizeof b1, (double)h->recorder_peak_bytes));
@@ -527,5 +534,16 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
         jstr(o, b->reason);
         fputc('}', o);
     }
-    fprintf(o, "%s]\n}\n", a->nbehind ? "\n  " : "");
+    fprintf(o, "%s],\n  \"timeline_peak\": ", a->nbehind ? "\n  " : "");
+    if (a->tl.npoints)
+        fprintf(o, "%u", a->tl.peak);
+    else
+        fputs("null", o);
+    fprintf(o, ",\n  \"timeline\": [");
+    for (uint32_t i = 0; i < a->tl.npoints; i++) {
+        const struct mra_timeline_point *q = &a->timeline[i];
+        fprintf(o, "%s\n    {\"time_ns\": %llu, \"allocations\": %llu, \"live_bytes\": %llu, \"live_objects\": %llu}",
+                i ? "," : "", U(q->time_ns), U(q->allocations), U(q->live_bytes), U(q->live_objects));
+    }
+    fprintf(o, "%s]\n}\n", a->tl.npoints ? "\n  " : "");
 }

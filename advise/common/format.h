@@ -25,7 +25,8 @@
 /* ---- the profile ---- */
 
 #define MRA_PROFILE_MAGIC "MRADVPF1" /* 8 bytes, no NUL in the file */
-#define MRA_PROFILE_VERSION 4u
+#define MRA_PROFILE_VERSION 5u
+#define MRA_PROFILE_VERSION_MIN 4u /* the oldest read: version 4 has no timeline section */
 #define MRA_MAX_DEPTH 64u     /* frames per site, at most */
 #define MRA_FOLD_EXTRA 4u     /* frames recorded beyond --depth, for folding wrappers */
 #define MRA_HIST 48u          /* log2 buckets: 0 holds 0, b >= 1 holds [2^(b-1), 2^b) */
@@ -33,7 +34,7 @@
 #define MRA_FREE_SITES 4u     /* the stacks a site's objects are freed from, kept per site */
 
 /* The file: struct mra_profile_header, then nmodules module records, then
- * nsites site records. */
+ * nsites site records, then (version 5 on) the timeline section. */
 struct mra_profile_header {
     char magic[8];
     uint32_t version;
@@ -128,6 +129,37 @@ struct mra_site_stats {
 /* A site record: the stats, then depth uint64_t frames (return addresses
  * minus 1, innermost first: frames[0] is in the caller of malloc; unused
  * slots 0). */
+
+/* The timeline section: the program's live requested bytes over the run,
+ * a struct mra_timeline_header and npoints points in order of time (and of
+ * allocations: neither goes back), at most MRA_TIMELINE_MAX of them:
+ *   - the first is the recorder's start (all 0), the last its end (the
+ *     header's live_*_at_exit, time end_ns - start_ns);
+ *   - between them, the points sampled during the run: one per interval of
+ *     interval_ns at most (the first timed sample of a thread, about one
+ *     hook in 64, in each interval), the interval doubled and every other
+ *     point dropped whenever the buffer fills, so that a run of any length
+ *     gives points spread evenly over it;
+ *   - the point `peak`, kept apart from the decimation: live_bytes there is
+ *     the header's peak_live_bytes exactly, time and allocations those of
+ *     the allocation (or growing realloc) that reached it.  With several
+ *     threads the figures are those the recorder's counters read (the
+ *     allocation count to within a thread's batch of ticks, the time of
+ *     the peak within the neighbouring points'). */
+#define MRA_TIMELINE_MAX 1024u
+
+struct mra_timeline_header {
+    uint32_t npoints;            /* 2..MRA_TIMELINE_MAX */
+    uint32_t peak;               /* index of the peak point */
+    uint64_t interval_ns;        /* the sampling interval when the run ended */
+};
+
+struct mra_timeline_point {
+    uint64_t time_ns;            /* since the header's start_ns (CLOCK_MONOTONIC) */
+    uint64_t allocations;        /* on the allocation clock: allocations made so far */
+    uint64_t live_bytes;         /* requested bytes of the recorded objects live */
+    uint64_t live_objects;
+};
 
 /* ---- the trace ---- */
 

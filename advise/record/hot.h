@@ -3,8 +3,9 @@
  * inline for the two files it runs in (record.c: allocations and frees;
  * interpose.c: reallocs): the thread's state and its per-site figures
  * (threads.c makes them), the allocation clock, the trace buffer (trace.c
- * writes it out), and what a realloc or a timed sample counts.  Apart from
- * record.h so that the files behind its slow paths need not include it. */
+ * writes it out), the timeline's peak (timeline.c keeps the rest), and
+ * what a realloc or a timed sample counts.  Apart from record.h so that
+ * the files behind its slow paths need not include it. */
 #ifndef MEMRES_ADVISE_HOT_H
 #define MEMRES_ADVISE_HOT_H
 
@@ -70,6 +71,25 @@ static inline uint64_t birth_tick(struct tstate *ts, const struct hdr *h, uint64
     return now - d;
 }
 
+/* The timeline's peak (timeline.c): after an allocation or realloc that
+ * may have raised the program's live bytes, at allocation tick `tick` and
+ * time `time` (clock units). */
+static inline void tl_peak_note(uint64_t tick, uint64_t time)
+{
+    uint64_t b = atomic_load_explicit(&g_live_bytes, memory_order_relaxed);
+    if (LIKELY(b <= atomic_load_explicit(&g_tl_peak.bytes, memory_order_relaxed)))
+        return;
+    if (UNLIKELY(atomic_load_explicit(&g_multi, memory_order_relaxed))) {
+        mrr_tl_peak_multi(b, tick, time);
+        return;
+    }
+    atomic_store_explicit(&g_tl_peak.bytes, b, memory_order_relaxed);
+    atomic_store_explicit(&g_tl_peak.objects, atomic_load_explicit(&g_live_objects, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&g_tl_peak.tick, tick, memory_order_relaxed);
+    atomic_store_explicit(&g_tl_peak.time, time, memory_order_relaxed);
+}
+
 static inline void note_realloc(struct tstate *ts, struct hdr *h, uint32_t site, uint64_t old, uint64_t n,
                          bool moved)
 {
@@ -79,6 +99,7 @@ static inline void note_realloc(struct tstate *ts, struct hdr *h, uint32_t site,
     cnt_max(&g->peak_bytes, lb);
     cnt_max(&g->arena_peak, cnt_add(&g->arena_cur, n));
     cnt_max(&g_peak_bytes, cnt_add(&g_live_bytes, n - old));
+    tl_peak_note(ts->last_tick, ts->t_cur);
     if (UNLIKELY(!l))
         return;
     uint64_t chain = (h->size_misc >> SIZE_BITS) & CHAIN_MAX;

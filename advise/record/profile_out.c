@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/record/profile_out.c -- the profile (common/format.h) written
- * from the merged sites: to a temporary name with write(2), through a
- * mapped buffer (no malloc at exit), then renamed. */
+ * from the merged sites and the timeline (timeline.c): to a temporary
+ * name with write(2), through a mapped buffer (no malloc at exit), then
+ * renamed. */
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
@@ -32,6 +33,11 @@ static void wb_put(struct wbuf *w, const void *p, size_t n)
         s += k;
         n -= k;
     }
+}
+
+static void wb_put_cb(void *w, const void *p, size_t n)
+{
+    wb_put(w, p, n);
 }
 
 static int cmp_size_count(const void *a, const void *b)
@@ -148,6 +154,7 @@ void mrr_write_profile(uint64_t end_ns)
         memcpy(frames, g->frames, g->nframes * sizeof frames[0]);
         wb_put(w, frames, g_depth * sizeof frames[0]);
     }
+    mrr_tl_write(wb_put_cb, w, end_ns, h.peak_live_bytes, h.live_bytes_at_exit, h.live_objects_at_exit, h.ticks);
     mrr_write_all(fd, w->buf, w->len);
     munmap(w, sizeof *w);
     if (close(fd) == 0)

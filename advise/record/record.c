@@ -88,8 +88,10 @@ static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsign
 }
 
 /* The shared live counters: with one recording thread, plain loads and
- * stores (of atomics: no data race, no locked instruction). */
-static inline void live_add(struct gsite *g, uint64_t n)
+ * stores (of atomics: no data race, no locked instruction).  True when
+ * the program's live bytes may have reached a new peak (for the
+ * timeline). */
+static inline bool live_add(struct gsite *g, uint64_t n)
 {
     if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
 #define LD(a) atomic_load_explicit(&(a), memory_order_relaxed)
@@ -110,9 +112,10 @@ static inline void live_add(struct gsite *g, uint64_t n)
         ST(g_live_bytes, pb);
         if (UNLIKELY(po > LD(g_peak_objects)))
             ST(g_peak_objects, po);
-        if (UNLIKELY(pb > LD(g_peak_bytes)))
-            ST(g_peak_bytes, pb);
-        return;
+        if (LIKELY(pb <= LD(g_peak_bytes)))
+            return false;
+        ST(g_peak_bytes, pb);
+        return true;
     }
     uint64_t lo = cnt_add(&g->live_objects, 1);
     uint64_t lb = cnt_add(&g->live_bytes, n);
@@ -130,6 +133,7 @@ static inline void live_add(struct gsite *g, uint64_t n)
     uint64_t pb = cnt_add(&g_live_bytes, n);
     cnt_max(&g_peak_objects, po);
     cnt_max(&g_peak_bytes, pb);
+    return pb >= atomic_load_explicit(&g_peak_bytes, memory_order_relaxed);
 }
 
 static inline void live_sub(struct gsite *g, uint64_t n)
@@ -234,7 +238,8 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
         gr->rlost++;
     }
     gr->rlast_pop = UINT64_MAX;
-    live_add(g_sites[site], n);
+    if (UNLIKELY(live_add(g_sites[site], n)))
+        tl_peak_note(tick, h->birth_time);
     if (ts->tbuf) {
         uint8_t *q = tr_room(ts);
         uint32_t ev = 1;
@@ -396,8 +401,10 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
             h->tag_site = (uint64_t)tag_of(p) << 32;
         }
     }
-    if (UNLIKELY(w))
+    if (UNLIKELY(w)) {
         ts->hook_time += (timed(t0, t1) + timed(t2, now_time())) * w;
+        mrr_tl_sample(ts, t2); /* after the timed part: it would weigh w times */
+    }
     tls_guard--;
     return p;
 }
@@ -431,6 +438,7 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra
             uint64_t t2 = fenced_time();
             ts->hook_time += timed(t0, t1) * w;
             glibc_note(ts, site, timed_fenced(t1, t2, size), w);
+            mrr_tl_sample(ts, t2);
             tls_guard--;
             return;
         }

@@ -37,6 +37,9 @@
  *     plain loads and stores while only one thread ever recorded);
  *   - the trace, per-thread chunks appended under a mutex when full
  *     (trace.c);
+ *   - the timeline of the program's live bytes: points taken at timed
+ *     samples, decimated to a fixed size, and the exact peak's moment
+ *     (timeline.c);
  *   - start-up (environment: start.c), fork (the child records and writes
  *     nothing), thread exit, exec (exec.c: the profile written first),
  *     process exit (the profile, written with write(2) to a temporary name
@@ -47,8 +50,8 @@
  * files' functions (mrr_*) are the slow paths, hidden like everything the
  * recorder does not export.  No header here calls into a file that
  * includes it: record.h's inline functions call none of the recorder's,
- * hot.h's only those of threads.c and trace.c, which include record.h
- * alone.
+ * hot.h's only those of threads.c, trace.c and timeline.c, which
+ * include record.h alone.
  *
  * What it cannot see: a process ending by _exit or a signal writes no
  * profile (nor trace; an exec writes them first); allocations made before
@@ -150,6 +153,11 @@ extern size_t (*g_usable)(void *);
 
 /* program-wide live and peak */
 extern _Atomic uint64_t g_live_bytes, g_live_objects, g_peak_bytes, g_peak_objects;
+/* the moment of the live bytes' peak, for the timeline (timeline.c) */
+struct mrr_tl_peak {
+    _Atomic uint64_t bytes, objects, tick, time;
+};
+extern struct mrr_tl_peak g_tl_peak;
 /* the recorder's own memory (tables, thread states, sites; not headers) */
 extern _Atomic uint64_t g_rec_mem, g_rec_mem_peak;
 
@@ -513,6 +521,13 @@ void mrr_thread_exit(void *arg);
 void mrr_flush_all(bool closing);
 /* profile_out.c */
 void mrr_write_profile(uint64_t end_ns);
+/* timeline.c: started after the clocks' calibration; a point offered at a
+ * timed sample's time t (clock units); the section written through put */
+void mrr_tl_start(void);
+NOINLINE void mrr_tl_sample(const struct tstate *ts, uint64_t t);
+NOINLINE void mrr_tl_peak_multi(uint64_t bytes, uint64_t tick, uint64_t time);
+void mrr_tl_write(void (*put)(void *, const void *, size_t), void *ctx, uint64_t end_ns, uint64_t peak_bytes,
+                  uint64_t live_bytes, uint64_t live_objects, uint64_t ticks);
 
 #pragma GCC visibility pop
 

@@ -29,6 +29,7 @@ size_t (*g_usable)(void *);
 
 /* program-wide live and peak */
 _Atomic uint64_t g_live_bytes, g_live_objects, g_peak_bytes, g_peak_objects;
+struct mrr_tl_peak g_tl_peak;     /* the timeline's (timeline.c) */
 /* the recorder's own memory (tables, thread states, sites; not headers) */
 _Atomic uint64_t g_rec_mem, g_rec_mem_peak;
 

@@ -6,11 +6,12 @@
 #       records PROGRAM with --html, --json and --plan, and checks the page
 #       as a file: one document, its data in one JSON script element with
 #       no "</" inside, nothing it would fetch (no http(s)://, src=, url(),
-#       @import), the program's site in it.  With --browser it also loads
-#       the page in headless Chromium: the page's script must end without
-#       an exception (it sets the title "memres-advise: ok"; an error sets
-#       "memres-advise: error ..."), the sites table and the flame graph
-#       must be drawn, and a screenshot must come out.
+#       @import), the program's site and the timeline of live bytes in it.
+#       With --browser it also loads the page in headless Chromium: the
+#       page's script must end without an exception (it sets the title
+#       "memres-advise: ok"; an error sets "memres-advise: error ..."), the
+#       sites table, the flame graph and the chart of live bytes (its line
+#       and its peak) must be drawn, and a screenshot must come out.
 #   html.sh big HTML_PAGE WORKDIR N LIMIT_MS
 #       writes the page of a synthetic analysis of N sites (html_page.c)
 #       and loads it in headless Chromium three times: it must render
@@ -82,9 +83,14 @@ page)
   fi
   grep -q ',"arena",' "$page" || fail "the page's data has no recommended site"
   grep -q '"plan":{' "$page" || fail "the page's data has no plan"
+  grep -q '"timeline":{"peak":[0-9]*,"interval_ns":[0-9]*,"points":\[\[0,0,0,0\],' "$page" ||
+    fail "the page's data has no timeline of live bytes"
   echo "html.sh: $(basename "$1"): a self-contained page of $(wc -c <"$page") bytes"
   if [ $browser = 1 ]; then
     load "$work" "$page"
+    for part in 'id="livechart"' 'class="live-line"' 'class="live-peak"'; do
+      grep -q "$part" "$work/dom.html" || fail "the chart of live bytes was not drawn: no $part ($work/dom.html)"
+    done
     chrome "$work" --hide-scrollbars --window-size=1280,2000 --screenshot="$work/page.png" "file://$page" >/dev/null ||
       fail "chromium took no screenshot ($work/chromium.err)"
     [ "$(head -c 4 "$work/page.png" | tail -c 3)" = PNG ] || fail "no screenshot ($work/page.png)"

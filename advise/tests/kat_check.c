@@ -35,11 +35,17 @@
  *                      a predicted saving of at least min_share (the
  *                      JSON's thresholds; 2% by default) of the program's
  *                      time (when the JSON states that time).
+ *         timeline     the "timeline" of live bytes has 2 to
+ *                      MRA_TIMELINE_MAX points, from the start (all 0) to
+ *                      the end (the figures at exit, the recorded time),
+ *                      never going back in time or allocations; its
+ *                      highest live_bytes is peak_live_bytes exactly, at
+ *                      "timeline_peak".
  *   kat_check real --advisor A --workdir D [--stdin FILE] [--svg] -- PROGRAM [ARGS...]
  *       A program no one on the project wrote (lua5.4, sqlite3): exit 77
  *       (skipped) when PROGRAM is not there.  Asserts passthrough (stdout,
  *       stderr, status), that a text report and a valid JSON report with
- *       allocations and sites came out (and an SVG with --svg), and
+ *       allocations, sites and the timeline came out (and an SVG with --svg), and
  *       prints the times.
  *   kat_check query --json F --source SRC [--tag SITE|ALSO]
  *       For accuracy.sh: prints "PREDICTED_NS REC PROGRAM_NS ALLOCATIONS
@@ -68,6 +74,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "format.h"
 #include "kat_json.h"
 
 /* ---- the configuration ---- */
@@ -485,6 +492,56 @@ static void test_json(void **state)
     }
 }
 
+/* A figure of timeline point i. */
+static double tl_num(const kj *tl, size_t i, const char *key)
+{
+    return kj_num(kj_get(kj_at(tl, i), key), -1);
+}
+
+static void test_timeline(void **state)
+{
+    (void)state;
+    assert_true(doc_ok);
+    const kj *tl = kj_get(&doc, "timeline");
+    assert_non_null(tl);
+    assert_int_equal(tl->t, KJ_ARR);
+    size_t n = tl->n, pk = (size_t)kj_num(kj_get(&doc, "timeline_peak"), -1);
+    double peak = kj_num(kj_get(&doc, "peak_live_bytes"), -1);
+    fprintf(stderr, "  timeline: %zu points, the peak (%.0f bytes) at point %zu: %.0f ns, allocation %.0f\n", n, peak,
+            pk, tl_num(tl, pk, "time_ns"), tl_num(tl, pk, "allocations"));
+    /* bounded; from the start (all 0) to the end (the figures at exit) */
+    assert_true(n >= 2 && n <= MRA_TIMELINE_MAX);
+    assert_true(pk < n);
+    static const char *const keys[] = {"time_ns", "allocations", "live_bytes", "live_objects"};
+    for (size_t k = 0; k < 4; k++)
+        assert_true(tl_num(tl, 0, keys[k]) == 0);
+    assert_true(tl_num(tl, n - 1, "live_bytes") == kj_num(kj_get(&doc, "live_bytes_at_exit"), -2));
+    assert_true(tl_num(tl, n - 1, "live_objects") == kj_num(kj_get(&doc, "live_objects_at_exit"), -2));
+    assert_true(tl_num(tl, n - 1, "allocations") >= kj_num(kj_get(&doc, "allocations"), -2));
+    assert_true(fabs(tl_num(tl, n - 1, "time_ns") - kj_num(kj_get(&doc, "recorded_time_ns"), -2)) < 1);
+    /* in order of time and of allocations; the peak exact, and the highest */
+    double top = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < 4; k++)
+            assert_true(tl_num(tl, i, keys[k]) >= 0);
+        if (i > 0) {
+            if (tl_num(tl, i, "time_ns") < tl_num(tl, i - 1, "time_ns") ||
+                tl_num(tl, i, "allocations") < tl_num(tl, i - 1, "allocations"))
+                fprintf(stderr, "  point %zu goes back: %.0f ns, allocation %.0f after %.0f ns, %.0f\n", i,
+                        tl_num(tl, i, "time_ns"), tl_num(tl, i, "allocations"), tl_num(tl, i - 1, "time_ns"),
+                        tl_num(tl, i - 1, "allocations"));
+            assert_true(tl_num(tl, i, "time_ns") >= tl_num(tl, i - 1, "time_ns"));
+            assert_true(tl_num(tl, i, "allocations") >= tl_num(tl, i - 1, "allocations"));
+        }
+        if (tl_num(tl, i, "live_bytes") > top)
+            top = tl_num(tl, i, "live_bytes");
+    }
+    assert_true(tl_num(tl, pk, "live_bytes") == peak);
+    assert_true(top == peak);
+    assert_true(tl_num(tl, pk, "live_objects") <= kj_num(kj_get(&doc, "peak_live_objects"), -1));
+    assert_true(tl_num(tl, pk, "live_objects") > 0 || peak == 0);
+}
+
 static void test_counts(void **state)
 {
     (void)state;
@@ -825,6 +882,7 @@ int main(int argc, char **argv)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_report),
             cmocka_unit_test(test_json),
+            cmocka_unit_test(test_timeline),
         };
         /* passthrough with the native status as the expected one */
         int rc = cmocka_run_group_tests_name("real", tests, setup_runs, NULL);
@@ -840,7 +898,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passthrough), cmocka_unit_test(test_json),  cmocka_unit_test(test_counts),
         cmocka_unit_test(test_advice),      cmocka_unit_test(test_rules), cmocka_unit_test(test_report),
-        cmocka_unit_test(test_freed),
+        cmocka_unit_test(test_freed),       cmocka_unit_test(test_timeline),
     };
     return cmocka_run_group_tests_name(base_name(cfg.prog[0]), tests, setup_runs, teardown_runs) != 0;
 }

@@ -25,7 +25,11 @@
  *     program's peak;
  *   - sites come out by predicted saving; the JSON report of an analysis
  *     is valid JSON with the fields of DESIGN.md and the same figures; the
- *     text report names the frames and the recommendation.
+ *     text report names the frames and the recommendation;
+ *   - profile files (written here): a version 4 profile reads as one
+ *     without a timeline, a version 5 one with its timeline, which the
+ *     JSON, text and page data carry; other versions and a timeline
+ *     section cut short or out of bounds are refused.
  */
 #include <execinfo.h>
 #include <limits.h>
@@ -1093,6 +1097,141 @@ static void test_order_and_reports(void **state)
     result_free(&r);
 }
 
+/* ---- the profile file: versions, the timeline section ---- */
+
+/* Writes a profile of version `version` with one site (stack c) and, from
+ * version 5 on, the timeline section th and its points (th.npoints of
+ * them; fewer written: ngiven). */
+static void write_profile(const char *path, uint32_t version, const cap *c, const struct mra_timeline_header *th,
+                          const struct mra_timeline_point *pts, uint32_t ngiven)
+{
+    synth s;
+    synth_init(&s, RUN_NS, 16u << 20);
+    s.p.h.version = version;
+    s.p.h.nmodules = 0;
+    s.p.h.nsites = 1;
+    s.p.h.allocations = 2000;
+    s.p.h.ticks = 2000;
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(&s.p.h, sizeof s.p.h, 1, f), 1);
+    struct mra_site_stats st = stats_one(2000, 32);
+    st.id = 1;
+    st.nframes = c->n;
+    uint64_t fr[CAP_MAX] = { 0 };
+    memcpy(fr, c->frames, c->n * sizeof *fr);
+    assert_int_equal(fwrite(&st, sizeof st, 1, f), 1);
+    assert_int_equal(fwrite(fr, sizeof fr, 1, f), 1);
+    if (th) {
+        assert_int_equal(fwrite(th, sizeof *th, 1, f), 1);
+        assert_int_equal(fwrite(pts, sizeof *pts, ngiven, f), ngiven);
+    }
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The analysis of the profile at path, its JSON report parsed into doc and
+ * its text report and page data returned (malloc'ed). */
+static void analyze_file(const char *path, struct mra_profile *p, result *r, kj *doc, char **text, char **page)
+{
+    assert_int_equal(mra_profile_read(path, p), 0);
+    r->sym = mra_symbols_open(p);
+    assert_non_null(r->sym);
+    struct mra_options o;
+    mra_options_default(&o);
+    assert_int_equal(mra_analyze(p, r->sym, &costs, &o, &r->a), 0);
+    char *json = report_string(r, mra_report_json);
+    const char *err = NULL;
+    size_t at = 0;
+    assert_int_equal(kj_parse(json, strlen(json), doc, &err, &at), 0);
+    free(json);
+    *text = report_string(r, mra_report_text);
+    *page = mra_html_data(&r->a);
+    assert_non_null(*page);
+}
+
+static void test_profile_versions(void **state)
+{
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/test_advise_profile.%ld", (long)getpid());
+    cap c;
+    caller_a(&c);
+    struct mra_profile p;
+    result r;
+    kj doc;
+    char *text, *page;
+
+    /* version 4: no timeline; the reports say so (an empty array, null) */
+    write_profile(path, 4, &c, NULL, NULL, 0);
+    analyze_file(path, &p, &r, &doc, &text, &page);
+    assert_int_equal(p.nsites, 1);
+    assert_int_equal(p.tl.npoints, 0);
+    assert_null(p.timeline);
+    assert_int_equal(r.a.tl.npoints, 0);
+    assert_int_equal(kj_get(&doc, "timeline")->t, KJ_ARR);
+    assert_int_equal(kj_get(&doc, "timeline")->n, 0);
+    assert_int_equal(kj_get(&doc, "timeline_peak")->t, KJ_NULL);
+    assert_null(strstr(text, "live bytes peaked"));
+    assert_contains(page, "\"timeline\":null");
+    kj_free(&doc);
+    free(text);
+    free(page);
+    result_free(&r);
+    mra_profile_free(&p);
+
+    /* version 5: the timeline read back as written, in every report */
+    const struct mra_timeline_point pts[3] = {
+        { 0, 0, 0, 0 },
+        { 50000000, 1234, 16u << 20, 1000 },
+        { 100000000, 2000, 4096, 1 },
+    };
+    struct mra_timeline_header th = { .npoints = 3, .peak = 1, .interval_ns = 10000 };
+    write_profile(path, 5, &c, &th, pts, 3);
+    analyze_file(path, &p, &r, &doc, &text, &page);
+    assert_int_equal(p.tl.npoints, 3);
+    assert_int_equal(p.tl.peak, 1);
+    assert_memory_equal(p.timeline, pts, sizeof pts);
+    assert_int_equal(r.a.tl.npoints, 3);
+    assert_memory_equal(r.a.timeline, pts, sizeof pts);
+    const kj *tl = kj_get(&doc, "timeline");
+    assert_int_equal(tl->n, 3);
+    assert_int_equal((int)kj_num(kj_get(&doc, "timeline_peak"), -1), 1);
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(kj_num(kj_get(kj_at(tl, i), "time_ns"), -1) == (double)pts[i].time_ns);
+        assert_true(kj_num(kj_get(kj_at(tl, i), "allocations"), -1) == (double)pts[i].allocations);
+        assert_true(kj_num(kj_get(kj_at(tl, i), "live_bytes"), -1) == (double)pts[i].live_bytes);
+        assert_true(kj_num(kj_get(kj_at(tl, i), "live_objects"), -1) == (double)pts[i].live_objects);
+    }
+    assert_contains(text, "live bytes peaked at 16.0 MiB, 50.0 ms into the run, at allocation 1,234 of 2,000 "
+                          "(timeline of 3 points)");
+    assert_contains(page, "\"timeline\":{\"peak\":1,\"interval_ns\":10000,\"points\":[[0,0,0,0],"
+                          "[50000000,1234,16777216,1000],[100000000,2000,4096,1]]}");
+    kj_free(&doc);
+    free(text);
+    free(page);
+    result_free(&r);
+    mra_profile_free(&p);
+
+    /* refused: a version before 4 or after this one, a section cut short,
+     * more points than the recorder writes, a peak outside them */
+    write_profile(path, 3, &c, NULL, NULL, 0);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+    write_profile(path, MRA_PROFILE_VERSION + 1, &c, &th, pts, 3);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+    write_profile(path, 5, &c, NULL, NULL, 0);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+    write_profile(path, 5, &c, &th, pts, 2);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+    th.npoints = MRA_TIMELINE_MAX + 1;
+    write_profile(path, 5, &c, &th, pts, 3);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+    th.npoints = 3;
+    th.peak = 3;
+    write_profile(path, 5, &c, &th, pts, 3);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+    unlink(path);
+}
+
 int main(void)
 {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -1120,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_free_groups),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_order_and_reports),
+        cmocka_unit_test(test_profile_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
