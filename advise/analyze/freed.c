@@ -266,8 +266,13 @@ int mra_free_groups(struct work *w, const struct mra_analysis *a, const struct m
         double sum = 0;
         for (e = s; e < k && strcmp(g[e].key, g[s].key) == 0; e++)
             sum += w->ms[g[e].at].cand_saving;
-        if (e - s < 2 || sum < th->min_share * prog_ns)
+        if (e - s < 2)
             continue;
+        if (sum < th->min_share * prog_ns) {
+            for (size_t x = s; x < e; x++)
+                mra_group_near(&w->ms[g[x].at], a, th, g[s].key, e - s, sum);
+            continue;
+        }
         for (size_t x = s; x < e && rc == 0; x++)
             rc = mra_promote(&w->ms[g[x].at], a, th, g[s].key, e - s, sum);
     }

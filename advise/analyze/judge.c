@@ -481,6 +481,17 @@ int mra_promote(struct msite *m, const struct mra_analysis *a, const struct mra_
     return 0;
 }
 
+void mra_group_near(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th,
+                    const char *group, size_t nsites, double together_ns)
+{
+    double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
+    if (together_ns < th->min_share / NEAR_FACTOR * prog_ns)
+        return;
+    size_t len = strlen(m->near);
+    snprintf(m->near + len, sizeof m->near - len, "%ssaves %.2f%% of the run together with the %zu other site%s %s",
+             len ? "; " : "", 100 * together_ns / prog_ns, nsites - 1, nsites == 2 ? "" : "s", group);
+}
+
 /* Judges m (a live merged site): its recommendation, saving, reason and
  * memory.  0, or -1 out of memory. */
 int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,

@@ -72,6 +72,10 @@ int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_co
  * together (group: what they share, e.g. "freed in F").  0, or -1. */
 int mra_promote(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th,
                 const char *group, size_t nsites, double together_ns);
+/* m, one of such a group that together falls short of the rule: says so
+ * in m->near where the group is within a factor 2 of it. */
+void mra_group_near(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th,
+                    const char *group, size_t nsites, double together_ns);
 /* Two lines of memres calls replacing m's malloc and free. */
 void mra_sketch(const struct msite *m, char sk[2][160], const struct mra_thresholds *th);
 

@@ -959,8 +959,10 @@ static void test_free_groups(void **state)
     o.th.min_share = 0.03;
     analyze_with(&s, &o, &r);
     for (size_t i = 0; i < r.a.nsites; i++)
-        if (r.a.sites[i].s.allocations == 250000)
+        if (r.a.sites[i].s.allocations == 250000) {
             assert_int_equal(r.a.sites[i].rec, MRA_NONE);
+            assert_contains(r.a.sites[i].near, "saves 2.50% of the run together with the 1 other site freed in free_doc");
+        }
     result_free(&r);
 
     /* never freed: 600,000 x (22 - 2 - 11) ns = 5.4 ms = 1.35% each, one
