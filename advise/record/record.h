@@ -513,6 +513,7 @@ void mrr_rec_mem_add(int64_t d);
 void *mrr_imalloc(size_t n);             /* zeroed, counted */
 void mrr_ifree(void *p, size_t n);
 void *mrr_imap(size_t n);                /* zeroed pages, NULL on failure */
+void *mrr_imap_populated(size_t n);      /* the same, faulted in by one system call */
 uint64_t mrr_resident(const void *p, size_t n);
 /* clock.c */
 void mrr_clock_calibrate(void);
