@@ -477,7 +477,7 @@ static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s)
     }
 }
 
-static void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
+static inline __attribute__((always_inline)) void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
 {
     uint64_t n = h->size_misc & SIZE_MASK;
     struct lsite *l = lsite_get(ts, site);
@@ -585,7 +585,6 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     return p;
 }
 
-/* Counts the free of a recorded object and frees it. */
 /* The stack of a sampled free, counted on the freed object's site. */
 static void free_stack_note(struct tstate *ts, uint32_t site, uintptr_t ra, uintptr_t cfa, uint32_t w)
 {
@@ -595,27 +594,35 @@ static void free_stack_note(struct tstate *ts, uint32_t site, uintptr_t ra, uint
         mra_free_sites_add(l->s.free_sites, l->s.free_site_counts, &l->s.nfree_sites, fs, w);
 }
 
+/* The rest of a timed free (sample_now gave w, the hook began at t0):
+ * its stack noted, glibc's part timed. */
+static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site, void *raw, uintptr_t ra,
+                                uintptr_t cfa, uint32_t w, uint64_t t0)
+{
+    free_stack_note(ts, site, ra, cfa, w);
+    uint64_t size = h->size_misc & SIZE_MASK;
+    h->tag_site = 0;
+    uint64_t t1 = fenced_time();
+    __libc_free(raw);
+    uint64_t t2 = fenced_time();
+    ts->hook_time += timed(t0, t1) * w;
+    glibc_note(ts, site, timed_fenced(t1, t2, size), w);
+}
+
+/* Counts the free of a recorded object and frees it. */
 NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra, uintptr_t cfa)
 {
     tls_guard++;
     struct tstate *ts = get_ts();
     if (LIKELY(ts != NULL)) {
         uint32_t w = sample_now(ts);
+        uint64_t t0 = UNLIKELY(w != 0) ? now_time() : 0;
+        note_free(ts, h, site);
         if (UNLIKELY(w != 0)) {
-            uint64_t t0 = now_time();
-            note_free(ts, h, site);
-            free_stack_note(ts, site, ra, cfa, w);
-            uint64_t size = h->size_misc & SIZE_MASK;
-            h->tag_site = 0;
-            uint64_t t1 = fenced_time();
-            __libc_free(raw);
-            uint64_t t2 = fenced_time();
-            ts->hook_time += timed(t0, t1) * w;
-            glibc_note(ts, site, timed_fenced(t1, t2, size), w);
+            timed_free(ts, h, site, raw, ra, cfa, w, t0);
             tls_guard--;
             return;
         }
-        note_free(ts, h, site);
     } else {
         late_free(h, site);
     }
