@@ -181,14 +181,38 @@ static inline unsigned mra_walk(struct mra_walker *w, uintptr_t ra, uintptr_t cf
     return n;
 }
 
-/* A stack's hash: a multilinear sum (each frame times an odd constant of
- * its position: the products are independent, no chain of multiplies
+/* The multipliers of a stack's hash, one per frame position: odd and
+ * unrelated (splitmix64's outputs).  Constants in arithmetic progression
+ * would make the sum depend only on how many frames differ and the sum of
+ * their positions: a recursion's left and right calls, one return address
+ * apart, would collide in all 64 bits. */
+static const uint64_t mra_hash_mult[MRA_MAX_DEPTH] = {
+    UINT64_C(0x2cb0f69f4abea221), UINT64_C(0x9417034723148989), UINT64_C(0xdd555950609dfe03), UINT64_C(0xdbafb150deb12801),
+    UINT64_C(0x7e789b2e6c442cb7), UINT64_C(0xf41e5636c7e4f8c5), UINT64_C(0x0959d150f8fba7e5), UINT64_C(0xa97316f13cdb9eeb),
+    UINT64_C(0x74cd8258f9520069), UINT64_C(0x55c74a62e116868b), UINT64_C(0xd2f4c799a2023cbd), UINT64_C(0xdf98cb79a37b51b9),
+    UINT64_C(0x396f5885524f3905), UINT64_C(0xaf1d56386ca3b277), UINT64_C(0xa9ffbe6b5104e85b), UINT64_C(0x6bd0c51b9fd533b3),
+    UINT64_C(0x980ce91c50ab4b57), UINT64_C(0x28ac395780fe62c5), UINT64_C(0x768912e3a6bcedc7), UINT64_C(0x50b3e8c9332c7c89),
+    UINT64_C(0xce3bbfe520bd47db), UINT64_C(0xcba6c8e8e0bb7c4f), UINT64_C(0xbf194db8434a346d), UINT64_C(0x7d8f2a7b60416d7f),
+    UINT64_C(0x0849d1f6e0e10a5f), UINT64_C(0x7654b590d064e22f), UINT64_C(0x16d1da9507df3af3), UINT64_C(0xf63aef1089ea30e5),
+    UINT64_C(0x9ade6673cc6c522b), UINT64_C(0x4c75bc274e37087d), UINT64_C(0xd35e12b49f51f27b), UINT64_C(0x22ddf2ffcee481eb),
+    UINT64_C(0x06007fb13c59a1f1), UINT64_C(0x8966a38c651ea4db), UINT64_C(0x25242f018fc01ac7), UINT64_C(0xa73ec74fa31b717d),
+    UINT64_C(0x7ee0abdd9797d3a3), UINT64_C(0x5c06ff7dc4ac1881), UINT64_C(0x8434e41042c28a7d), UINT64_C(0x770a372d64327351),
+    UINT64_C(0xeed940dad9e9c06d), UINT64_C(0x8977e93646524825), UINT64_C(0xa9897f0a62a51617), UINT64_C(0xa35d4250c53f2b3b),
+    UINT64_C(0x4072542a94b9c33f), UINT64_C(0x3154a7a62447e8ab), UINT64_C(0x686865712a1a245f), UINT64_C(0x0fba67727d7b3b99),
+    UINT64_C(0x0634e2024536912f), UINT64_C(0xd9ff52a26cf9881b), UINT64_C(0x9435dc0399f932db), UINT64_C(0x18d39fc1af93e7f1),
+    UINT64_C(0x12f7147c1e7f46ab), UINT64_C(0xdedf66783eddb4a1), UINT64_C(0x6f75480614554799), UINT64_C(0xe40e95e8ef84bde3),
+    UINT64_C(0xbb41fe601fefb567), UINT64_C(0x5c3702e4c7bf19f1), UINT64_C(0x8c7d1d0d3d4a8ec5), UINT64_C(0xee779996ba62dccb),
+    UINT64_C(0x80ccb15bf530844b), UINT64_C(0xdf56e7dc4d57959d), UINT64_C(0x9eb86a81fe90b68f), UINT64_C(0x6a25741fa696fbd3),
+};
+
+/* A stack's hash: a multilinear sum (each frame times its position's
+ * multiplier: the products are independent, no chain of multiplies
  * through the frames), then murmur's finaliser. */
 static inline uint64_t mra_frames_hash(const uint64_t *fr, unsigned n)
 {
     uint64_t h = n * UINT64_C(0x9E3779B97F4A7C15);
     for (unsigned i = 0; i < n; i++)
-        h += fr[i] * (UINT64_C(0xD6E8FEB86659FD93) + ((uint64_t)i << 33) * 2);
+        h += fr[i] * mra_hash_mult[i];
     return mra_mix64(h);
 }
 

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/record/record.c -- what the recorder does per call, all in one
  * translation unit so that the allocation path is one function with its
- * helpers inlined, as it was: the stack captured (common/walk.h's cached
- * walk, the frame-pointer and return-address modes), the site looked up
- * (sites.c adds a new one), the allocation, free or realloc counted in the thread's per-site figures and the site's
+ * helpers inlined, as it was: an allocation's site found by the stack
+ * cache (its return addresses read at the offsets a walk from the same
+ * first frame and CFA found, compared whole with the stacks seen before),
+ * else the stack captured (common/walk.h's cached walk, the frame-pointer
+ * and return-address modes) and the site looked up (sites.c adds a new
+ * one), the allocation, free or realloc counted in the thread's per-site figures and the site's
  * shared live counters, and its event written to the trace.  The
  * interposers (interpose.c) come here once they know the call is
  * recorded. */
@@ -85,6 +88,188 @@ static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsign
             return s;
         }
     }
+}
+
+/* ---- the stack cache (record.h: struct sk_shape, struct sk_ent) ----
+ *
+ * Why it is exact: the cached walk (common/walk.h) reads frame i + 1's
+ * return address at CFA + the sizes of frames 0..i, each size a function
+ * of the frame's return address (the frame-size table, whose entries only
+ * ever go from unknown to a size, or to "varies" with its epoch bumped).
+ * So when the first return address is the same and the values read at a
+ * shape's offsets are the frames that a walk with that shape found, a
+ * walk now would read the same slots and find the same frames: the entry
+ * holds the frames and the shape's signature, and both are compared whole.
+ * The recursion that makes one first frame lead to many stacks (a tree
+ * builder's left and right calls) changes the values, not the shape.  A
+ * shape is kept only for a walk that ended at the depth asked or at the
+ * stack's end, never at the thread's stack bound or a bad address, with
+ * every size below 256 words.  The walker's check against the unwinder
+ * counts the cached stacks too, and takes the slow path when due. */
+
+/* Whether stacks are cached: the cached walk's mode, 2..SK_FRAMES frames. */
+static inline bool sk_on(void)
+{
+    return g_stack_mode == STACK_CACHE && g_depth - 2u < SK_FRAMES - 1u;
+}
+
+/* The hash of return addresses v[0..n): each rotated by its own amount,
+ * so that the stacks that differ by the same few frames (a recursion's
+ * left and right calls) differ in separate bits, then mixed by one
+ * multiply whose top bits pick the set. */
+static inline __attribute__((always_inline)) uint64_t sk_hash(const uint64_t *v, unsigned n)
+{
+    uint64_t h = v[0];
+    for (unsigned i = 1; i < n; i++)
+        h ^= v[i] << (9 * i) | v[i] >> (64 - 9 * i);
+    h *= UINT64_C(0x9E3779B97F4A7C15);
+    return h ^ h >> 29;
+}
+
+static inline uint32_t sk_tag(uint64_t h)
+{
+    return (uint32_t)(h >> 16) | 1u;
+}
+
+static inline unsigned sk_shape_set(uintptr_t ra, uintptr_t cfa)
+{
+    return (unsigned)(((ra ^ cfa * 8u) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SK_SHAPE_BITS));
+}
+
+/* The way of set that holds the stack v[0..n) read with shape sig, or
+ * SK_WAYS. */
+static inline __attribute__((always_inline)) unsigned sk_way(const struct sk_set *set, uint32_t tag, uint64_t sig, const uint64_t *v, unsigned n)
+{
+    for (unsigned k = 0; k < SK_WAYS; k++) {
+        if (set->tag[k] != tag || set->sig[k] != sig)
+            continue;
+        uint64_t diff = 0;
+        for (unsigned i = 0; i < n; i++)
+            diff |= set->ra[k][i] ^ v[i];
+        if (diff == 0)
+            return k;
+    }
+    return SK_WAYS;
+}
+
+/* The site of the stack read from cfa with shape sh, if the cache holds it
+ * (else 0). */
+static inline __attribute__((always_inline)) uint32_t sk_read(const struct tstate *ts, const struct sk_shape *sh,
+                                                              uintptr_t cfa, unsigned n)
+{
+    uint64_t v[SK_FRAMES];
+    v[0] = sh->ra;
+    for (unsigned i = 1; i < n; i++)
+        memcpy(&v[i], (const void *)(cfa + sh->off[i]), 8);
+    uint64_t h = sk_hash(v, n);
+    const struct sk_set *set = &ts->sk[h >> (64 - SK_SET_BITS)];
+    unsigned k = sk_way(set, sk_tag(h), sh->sig, v, n);
+    return k == SK_WAYS ? 0 : set->site[k];
+}
+
+/* The site of the allocation stack from (ra, cfa) if the cache knows it,
+ * else 0. */
+static inline uint32_t sk_find(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
+{
+    struct mra_walker *w = &ts->walk;
+    if (UNLIKELY(atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed) != ts->sk_epoch))
+        return 0;
+    if (UNLIKELY(w->verify_ctr + 1 >= w->verify_every))
+        return 0; /* the slow path's walk is checked against the unwinder */
+    const struct sk_shape *sh = ts->sk_shape[sk_shape_set(ra, cfa)];
+    unsigned way = 0;
+    while (sh->ra != ra || sh->cfa != cfa) {
+        if (++way == SK_SHAPE_WAYS)
+            return 0;
+        sh++;
+    }
+    unsigned n = (unsigned)(sh->sig & 15u);
+    if (UNLIKELY(cfa < w->stk_lo || cfa + sh->off[n - 1] + 8u > w->stk_hi))
+        return 0;
+    /* the full depth unrolled: the common case */
+    uint32_t site = LIKELY(n == SK_FRAMES) ? sk_read(ts, sh, cfa, SK_FRAMES) : sk_read(ts, sh, cfa, n);
+    if (site != 0)
+        w->verify_ctr++;
+    return site;
+}
+
+/* Teaches the cache the stack fr[0..n) of site, walked from cfa. */
+static NOINLINE void sk_learn(struct tstate *ts, uintptr_t cfa, const uint64_t *fr, unsigned n, uint32_t site)
+{
+    struct mra_walker *w = &ts->walk;
+    uint32_t ep = atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed);
+    if (ep != ts->sk_epoch) {
+        memset(ts->sk_shape, 0, sizeof ts->sk_shape);
+        memset(ts->sk, 0, sizeof ts->sk);
+        ts->sk_epoch = ep;
+    }
+    if (n == 0 || n > SK_FRAMES)
+        return;
+    /* the walk must have ended where a walk with these sizes ends: at the
+     * depth asked, or at a frame whose code is the stack's end */
+    if (n < g_depth && mra_fsz_get(w, fr[n - 1] + 1) != MRA_FS_END)
+        return;
+    struct sk_shape sh = { .ra = fr[0] + 1, .cfa = cfa, .sig = n };
+    uint32_t off = 0;
+    for (unsigned i = 0; i + 1 < n; i++) {
+        uint32_t code = mra_fsz_get(w, fr[i] + 1);
+        if (code == MRA_FS_MISS || code >= 256u)
+            return;
+        sh.sig |= (uint64_t)code << (8 + 8 * i);
+        off += code * 8u;
+        sh.off[i + 1] = (uint16_t)(off - 8u);
+    }
+    if (cfa < w->stk_lo || cfa + sh.off[n - 1] + 8u > w->stk_hi)
+        return;
+    /* one shape per (first return address, CFA): the last walk's */
+    unsigned si = sk_shape_set(sh.ra, cfa);
+    struct sk_shape *shapes = ts->sk_shape[si];
+    unsigned way = 0;
+    while (way < SK_SHAPE_WAYS && !(shapes[way].ra == sh.ra && shapes[way].cfa == cfa))
+        way++;
+    if (way == SK_SHAPE_WAYS) {
+        way = ts->sk_shape_next[si];
+        ts->sk_shape_next[si] = (way + 1) % SK_SHAPE_WAYS;
+    }
+    shapes[way] = sh;
+    uint64_t v[SK_FRAMES];
+    for (unsigned i = 0; i < n; i++)
+        v[i] = fr[i] + 1;
+    uint64_t h = sk_hash(v, n);
+    struct sk_set *set = &ts->sk[h >> (64 - SK_SET_BITS)];
+    uint32_t tag = sk_tag(h);
+    if (sk_way(set, tag, sh.sig, v, n) != SK_WAYS)
+        return; /* known: walked for the unwinder's check */
+    unsigned k = set->next;
+    set->next = (k + 1) % SK_WAYS;
+    set->tag[k] = tag;
+    set->sig[k] = sh.sig;
+    set->site[k] = site;
+    memcpy(set->ra[k], v, n * sizeof *v);
+}
+
+/* The site of the stack from (ra, cfa), walked and looked up (0: none
+ * could be made); an allocation's taught to the cache. */
+static NOINLINE uint32_t stack_walk_site(struct tstate *ts, uintptr_t ra, uintptr_t cfa, bool free_stack)
+{
+    uint64_t fr[MRA_MAX_DEPTH];
+    unsigned nf = capture(ts, ra, cfa, fr);
+    uint32_t site = site_lookup(ts, fr, nf, free_stack);
+    if (!free_stack && site != 0 && sk_on())
+        sk_learn(ts, cfa, fr, nf, site);
+    return site;
+}
+
+/* The site of an allocation's stack from (ra, cfa): the cache's, else
+ * walked. */
+static inline uint32_t alloc_site(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
+{
+    if (LIKELY(sk_on())) {
+        uint32_t s = sk_find(ts, ra, cfa);
+        if (LIKELY(s != 0))
+            return s;
+    }
+    return stack_walk_site(ts, ra, cfa, false);
 }
 
 /* The shared live counters: with one recording thread, plain loads and
@@ -297,7 +482,7 @@ static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s)
     }
 }
 
-static void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
+static inline __attribute__((always_inline)) void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
 {
     uint64_t n = h->size_misc & SIZE_MASK;
     struct lsite *l = lsite_get(ts, site);
@@ -372,9 +557,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     }
     uint32_t w = sample_now(ts);
     uint64_t t0 = w ? now_time() : 0, t1 = 0, t2 = 0;
-    uint64_t fr[MRA_MAX_DEPTH];
-    unsigned nf = capture(ts, ra, cfa, fr);
-    uint32_t site = site_lookup(ts, fr, nf, false);
+    uint32_t site = alloc_site(ts, ra, cfa);
     if (UNLIKELY(w))
         t1 = fenced_time();
     void *raw, *p;
@@ -409,40 +592,45 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     return p;
 }
 
-/* Counts the free of a recorded object and frees it. */
 /* The stack of a sampled free, counted on the freed object's site. */
 static void free_stack_note(struct tstate *ts, uint32_t site, uintptr_t ra, uintptr_t cfa, uint32_t w)
 {
-    uint64_t fr[MRA_MAX_DEPTH];
-    unsigned nf = capture(ts, ra, cfa, fr);
-    uint32_t fs = site_lookup(ts, fr, nf, true);
+    uint32_t fs = stack_walk_site(ts, ra, cfa, true);
     struct lsite *l = fs ? lsite_get(ts, site) : NULL;
     if (l)
         mra_free_sites_add(l->s.free_sites, l->s.free_site_counts, &l->s.nfree_sites, fs, w);
 }
 
+/* The rest of a timed free (sample_now gave w, the hook began at t0):
+ * its stack noted, glibc's part timed. */
+static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site, void *raw, uintptr_t ra,
+                                uintptr_t cfa, uint32_t w, uint64_t t0)
+{
+    free_stack_note(ts, site, ra, cfa, w);
+    uint64_t size = h->size_misc & SIZE_MASK;
+    h->tag_site = 0;
+    uint64_t t1 = fenced_time();
+    __libc_free(raw);
+    uint64_t t2 = fenced_time();
+    ts->hook_time += timed(t0, t1) * w;
+    glibc_note(ts, site, timed_fenced(t1, t2, size), w);
+    mrr_tl_sample(ts, t2);
+}
+
+/* Counts the free of a recorded object and frees it. */
 NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra, uintptr_t cfa)
 {
     tls_guard++;
     struct tstate *ts = get_ts();
     if (LIKELY(ts != NULL)) {
         uint32_t w = sample_now(ts);
+        uint64_t t0 = UNLIKELY(w != 0) ? now_time() : 0;
+        note_free(ts, h, site);
         if (UNLIKELY(w != 0)) {
-            uint64_t t0 = now_time();
-            note_free(ts, h, site);
-            free_stack_note(ts, site, ra, cfa, w);
-            uint64_t size = h->size_misc & SIZE_MASK;
-            h->tag_site = 0;
-            uint64_t t1 = fenced_time();
-            __libc_free(raw);
-            uint64_t t2 = fenced_time();
-            ts->hook_time += timed(t0, t1) * w;
-            glibc_note(ts, site, timed_fenced(t1, t2, size), w);
-            mrr_tl_sample(ts, t2);
+            timed_free(ts, h, site, raw, ra, cfa, w, t0);
             tls_guard--;
             return;
         }
-        note_free(ts, h, site);
     } else {
         late_free(h, site);
     }

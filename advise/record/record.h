@@ -27,7 +27,9 @@
  *     outside the bounds uses libgcc's _Unwind_Backtrace, which also
  *     teaches the cache; now and then a cached walk is checked against the
  *     unwinder (common/walk.h and walk.c, shared with the apply runtime);
- *     the frame-pointer and return-address modes are record.c's;
+ *     the frame-pointer and return-address modes are record.c's, and so is
+ *     the per-thread stack cache in front of the walk (an allocation's
+ *     stack seen before is read at known offsets and compared whole);
  *   - sites: a global open-addressed table keyed by the frames, read without
  *     lock (record.c), a mutex only to add a site (sites.c), and the modules
  *     their frames are in (modules.c);
@@ -357,6 +359,30 @@ struct lsite {
     struct mra_size_count sz[LSIZES];
 };
 
+/* The stack cache (record.c's stack_site): an allocation's stack seen
+ * before is known again from its return addresses read where the last walk
+ * from the same first frame and CFA found them, compared whole -- no
+ * frame-size look-up, no hash of 64 bits.  A shape: for a first return
+ * address and CFA, the frame sizes of a walk from there; a set: stacks
+ * read with some shape, and their sites. */
+#define SK_FRAMES 8u      /* stacks of up to 8 frames (--depth 4 and the folding's 4) */
+#define SK_SHAPE_BITS 6u  /* 2^6 sets of SK_SHAPE_WAYS shapes */
+#define SK_SHAPE_WAYS 4u
+#define SK_SET_BITS 7u    /* 2^7 sets of SK_WAYS stacks */
+#define SK_WAYS 8u
+struct sk_shape {
+    uint64_t ra, cfa;            /* the first return address (0: empty), the CFA below it */
+    uint64_t sig;                /* frames: 4 | 4 | size / 8 of frames 0..6: 8 each */
+    uint16_t off[SK_FRAMES];     /* frame i's return address at CFA + off[i] (i >= 1) */
+};
+struct sk_set {
+    uint32_t tag[SK_WAYS];       /* bits of the stack's hash, never 0 (0: empty) */
+    uint32_t site[SK_WAYS];
+    uint64_t sig[SK_WAYS];       /* the shape it was read with */
+    uint64_t ra[SK_WAYS][SK_FRAMES]; /* the return addresses */
+    uint32_t next, pad_;         /* the way the next stack learnt replaces */
+};
+
 struct tstate {
     uint32_t index;
     uint32_t burst_epoch, nburst; /* the current burst of frees: its number, its sites */
@@ -376,6 +402,10 @@ struct tstate {
     uint64_t t_cur, t_step, t_last; /* the interpolated clock (thread_time) */
     uint32_t t_left;
     struct mra_walker walk;      /* the stack walk's state (common/walk.h) */
+    uint32_t sk_epoch;           /* the frame sizes' epoch the stack cache holds */
+    uint32_t sk_shape_next[1u << SK_SHAPE_BITS]; /* the way a new shape replaces */
+    struct sk_shape sk_shape[1u << SK_SHAPE_BITS][SK_SHAPE_WAYS];
+    struct sk_set sk[1u << SK_SET_BITS];
 };
 
 /* The time of an event: the clock (rdtsc: about 30 ns on this project's
@@ -491,6 +521,7 @@ void mrr_rec_mem_add(int64_t d);
 void *mrr_imalloc(size_t n);             /* zeroed, counted */
 void mrr_ifree(void *p, size_t n);
 void *mrr_imap(size_t n);                /* zeroed pages, NULL on failure */
+void *mrr_imap_populated(size_t n);      /* the same, faulted in by one system call */
 uint64_t mrr_resident(const void *p, size_t n);
 /* clock.c */
 void mrr_clock_calibrate(void);

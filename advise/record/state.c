@@ -99,6 +99,12 @@ void *mrr_imap(size_t n)
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *mrr_imap_populated(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 /* bytes of [p, p+n) mrr_resident (the big tables are touched sparsely) */
 uint64_t mrr_resident(const void *p, size_t n)
 {
