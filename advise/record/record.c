@@ -606,13 +606,18 @@ static void free_stack_note(struct tstate *ts, uint32_t site, uintptr_t ra, uint
 static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site, void *raw, uintptr_t ra,
                                 uintptr_t cfa, uint32_t w, uint64_t t0)
 {
+    /* the free's stack is walked on the sampled frees only: its time counts
+     * once, the rest of the hook's for the w frees the sample stands for */
+    uint64_t ta = now_time();
     free_stack_note(ts, site, ra, cfa, w);
+    uint64_t tb = now_time();
     uint64_t size = h->size_misc & SIZE_MASK;
     h->tag_site = 0;
     uint64_t t1 = fenced_time();
     __libc_free(raw);
     uint64_t t2 = fenced_time();
-    ts->hook_time += timed(t0, t1) * w;
+    int64_t walk = timed(ta, tb), rest = timed(t0, t1) - walk;
+    ts->hook_time += (rest > 0 ? rest : 0) * w + walk;
     glibc_note(ts, site, timed_fenced(t1, t2, size), w);
     mrr_tl_sample(ts, t2);
 }
