@@ -327,9 +327,11 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
             if (bsize < MRI_BLOCK_HDR + need)
                 return mri_fail(ENOMEM);
         }
-        const bool grow = bsize == a->next_size;
-        b = new_block(a, share_cut(a, bsize, need));
-        if (b == NULL)
+        bool grow = bsize == a->next_size;
+        b = a->node.parent != NULL ? mri_arena_shared_take(a, need, bsize) : NULL;
+        if (b != NULL)
+            grow = grow && b->size >= bsize; /* a smaller shared block: the growth waits */
+        else if ((b = new_block(a, share_cut(a, bsize, need))) == NULL)
             return NULL;
         if (a->hot.cur != NULL) {
             b->next = a->hot.cur->next;
@@ -375,7 +377,9 @@ void mri_arena_free_blocks(mr_arena *a)
 {
     mri_arena_free_list(a, a->hot.big);
     mri_arena_free_list(a, a->big_spare);
-    a->hot.big = a->big_spare = NULL;
+    mri_arena_free_list(a, a->shared);
+    a->hot.big = a->big_spare = a->shared = NULL;
+    a->shared_bytes = 0;
     mri_block *keep = NULL;
     for (mri_block *b = a->head, *next; b != NULL; b = next) {
         next = b->next;

@@ -91,6 +91,68 @@ static MR_NOINLINE mr_arena *reuse(mr_node *p, const mr_arena_options *o, const 
     return a;
 }
 
+/* ---- blocks a keeper shares ---- */
+
+/* The arena keeper that shares blocks for the children of p over up: an
+ * arena (no tree lock), with no limit, over up itself; else NULL. */
+static inline mr_arena *sharing_keeper(mr_node *keeper, const mr_resource *up)
+{
+    if (keeper->ops != &mri_arena_node_ops || keeper->upstream != up)
+        return NULL;
+    mr_arena *k = mri_container_of(keeper, mr_arena, node);
+    return k->ledger.limit == 0 ? k : NULL;
+}
+
+/* Gives the blocks of a's chain after its first to its keeper k to share
+ * (those under MR_TREE_KEEP_BYTES, while k shares less than
+ * MRI_TREE_SHARED_BYTES; the rest upstream): a kept arena carries only its
+ * first block, and a child that takes it back grows into the shared
+ * blocks as it needs them.  The bytes move from a's books to k's. */
+static void give_chain(mr_arena *a, mr_arena *k)
+{
+    mri_block *b = a->head->next;
+    a->head->next = NULL;
+    while (b != NULL) {
+        mri_block *next = b->next;
+        if (b->size < MR_TREE_KEEP_BYTES && k->shared_bytes + b->size <= MRI_TREE_SHARED_BYTES) {
+            mri_ledger_give(&a->ledger, b->size);
+            mri_ledger_note(&k->ledger, b->size);
+            mri_track_poison(mri_block_data(b), b->size - MRI_BLOCK_HDR);
+            b->next = k->shared;
+            k->shared = b;
+            k->shared_bytes += b->size;
+        } else {
+            mri_arena_free_list(a, (b->next = NULL, b));
+        }
+        b = next;
+    }
+    a->next_size = mri_arena_next_growth(a->head->size, a->max_block_size);
+    if (a->next_size < a->block_size)
+        a->next_size = a->block_size;
+}
+
+mri_block *mri_arena_shared_take(mr_arena *a, size_t need, size_t most)
+{
+    mr_arena *k = sharing_keeper(keeper_of(a->node.parent, a->upstream), a->upstream);
+    if (k == NULL || k == a)
+        return NULL;
+    int scan = 0;
+    for (mri_block **link = &k->shared, *b; (b = *link) != NULL && scan < MRI_TREE_SHARED_SCAN; link = &b->next, scan++) {
+        if (b->size > most || need > mri_block_end(b) - mri_block_data(b) || !mri_ledger_fits(&a->ledger, b->size))
+            continue;
+        *link = b->next;
+        k->shared_bytes -= b->size;
+        mri_ledger_give(&k->ledger, b->size);
+        mri_ledger_note(&a->ledger, b->size);
+        b->next = NULL;
+        b->top = mri_block_data(b);
+        b->low = mri_block_end(b);
+        b->meta = 1;
+        return b;
+    }
+    return NULL;
+}
+
 /* ---- new arenas ---- */
 
 /* The header and the first block carved from a caller's buffer: the
@@ -180,6 +242,8 @@ static MR_NOINLINE mr_arena *create_new(const mr_arena_options *opts)
     a->upstream = up;
     a->big_source = mri_os_block_source(up, o.huge_pages, MR_HUGE_PAGE_SIZE);
     a->head = first;
+    a->shared = NULL;
+    a->shared_bytes = 0;
     a->block_size = a->next_size = bs;
     a->max_block_size = mx;
     a->ledger = ledger;
@@ -242,13 +306,23 @@ static MR_NOINLINE void trim(mr_arena *a)
         a->next_size = a->block_size;
 }
 
+/* The chain a kept arena carries: its first block when its keeper shares
+ * blocks (give_chain), else up to MR_TREE_KEEP_BYTES with the header. */
+MR_NOINLINE void mri_arena_keep_chain(mr_arena *a, mr_node *keeper)
+{
+    mr_arena *k = sharing_keeper(keeper, a->upstream);
+    if (k != NULL && k != a && a->head != NULL && a->head->next != NULL)
+        give_chain(a, k);
+    if (MR_UNLIKELY(a->ledger.held > MR_TREE_KEEP_BYTES))
+        trim(a);
+}
+
 /* Rewinds a for its keeper to keep: no cleanup, no child, every mri_block
  * spare, the bump pointers at the first block; at most MR_TREE_KEEP_BYTES
  * held, header included (the first blocks of the chain). */
-static void keep(mr_arena *a)
+static void keep(mr_arena *a, mr_node *keeper)
 {
-    if (MR_UNLIKELY(a->ledger.held > MR_TREE_KEEP_BYTES))
-        trim(a);
+    mri_arena_keep_chain(a, keeper);
     while (a->hot.big != NULL) { /* dedicated blocks in use become spare, as on reset */
         mri_block *b = a->hot.big;
         a->hot.big = b->next;
@@ -307,7 +381,7 @@ static void node_free(mr_node *n)
         release(a);
         return;
     }
-    keep(a);
+    keep(a, keeper);
     if (!mri_node_leave(n, keeper)) /* refused under the parent's lock: freed as a kept child is */
         node_free_kept(n);
 }
@@ -323,10 +397,11 @@ MR_API void mr_arena_destroy(mr_arena *a)
      * cascade.) */
     if (MR_LIKELY(p != NULL && n->child == NULL && a->hot.cleanups == NULL && n->kept == NULL && a->hot.big == NULL &&
                   n->state == MRI_NODE_LIVE && mri_node_frames == NULL && p->lock == NULL && a->buffer == NULL &&
-                  a->upstream == p->upstream && a->ledger.held <= MR_TREE_KEEP_BYTES && !MRI_TRACKING &&
-                  MR_DEBUG < 3)) {
+                  a->upstream == p->upstream && !MRI_TRACKING && MR_DEBUG < 3)) {
         mr_node *keeper = keeper_of(p, a->upstream);
         if (MR_LIKELY(keeper->nkept < MR_TREE_KEEP_CHILDREN)) {
+            if (MR_UNLIKELY(a->ledger.held > MRI_TREE_ONE_BLOCK))
+                mri_arena_keep_chain(a, keeper);
             mri_arena_restart(a);
             mri_node_die(n);
             mri_node_unlink_locked(n);
