@@ -266,6 +266,8 @@ static size_t share_cut(const mr_arena *a, size_t bsize, size_t need)
 size_t mri_arena_next_growth(size_t cur, size_t max)
 {
     size_t n;
+    if ((cur & (cur - 1)) == 0 && cur < max / 2) /* a power of two: twice it is rounded already */
+        return cur * 2;
     if (cur >= max || mri_mul_overflow(cur, 2, &n) || n >= max || !mri_round_block(n, &n) || n > max)
         return max;
     return n;
@@ -313,7 +315,13 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
     }
 
     mri_block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
-    if (b == NULL || fit_in(mri_block_data(b), mri_block_end(b), rsize, align) == 0) {
+    if (b == NULL && a->node.parent != NULL && (b = mri_arena_shared_take(a, need)) != NULL) {
+        /* blocks its keeper shares (a run of them): no upstream call */
+        if (a->hot.cur != NULL)
+            a->hot.cur->next = b;
+        else
+            a->head = b;
+    } else if (b == NULL || fit_in(mri_block_data(b), mri_block_end(b), rsize, align) == 0) {
         size_t bsize = a->next_size;
         /* spares that cannot serve this give way to the limit: for a mri_block
          * of the growth size, or else for the smallest that serves it */
@@ -327,11 +335,9 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
             if (bsize < MRI_BLOCK_HDR + need)
                 return mri_fail(ENOMEM);
         }
-        bool grow = bsize == a->next_size;
-        b = a->node.parent != NULL ? mri_arena_shared_take(a, need, bsize) : NULL;
-        if (b != NULL)
-            grow = grow && b->size >= bsize; /* a smaller shared block: the growth waits */
-        else if ((b = new_block(a, share_cut(a, bsize, need))) == NULL)
+        const bool grow = bsize == a->next_size;
+        b = new_block(a, share_cut(a, bsize, need));
+        if (b == NULL)
             return NULL;
         if (a->hot.cur != NULL) {
             b->next = a->hot.cur->next;

@@ -103,54 +103,70 @@ static inline mr_arena *sharing_keeper(mr_node *keeper, const mr_resource *up)
     return k->ledger.limit == 0 ? k : NULL;
 }
 
-/* Gives the blocks of a's chain after its first to its keeper k to share
- * (those under MR_TREE_KEEP_BYTES, while k shares less than
- * MRI_TREE_SHARED_BYTES; the rest upstream): a kept arena carries only its
- * first block, and a child that takes it back grows into the shared
- * blocks as it needs them.  The bytes move from a's books to k's. */
-static void give_chain(mr_arena *a, mr_arena *k)
+/* Gives the spare blocks of p's chain (after its current one) to its
+ * keeper k to share, as far as k shares at most MRI_TREE_SHARED_BYTES (the
+ * rest upstream), in their order, smallest first.  p is an arena that
+ * parents children: it took back a kept arena and its chain, made for its
+ * children's needs, and lives on beside them, keeping what it allocates.
+ * The bytes move from p's books to k's. */
+static void give_spares(mr_arena *p, mr_arena *k)
 {
-    mri_block *b = a->head->next;
-    a->head->next = NULL;
-    while (b != NULL) {
-        mri_block *next = b->next;
-        if (b->size < MR_TREE_KEEP_BYTES && k->shared_bytes + b->size <= MRI_TREE_SHARED_BYTES) {
-            mri_ledger_give(&a->ledger, b->size);
-            mri_ledger_note(&k->ledger, b->size);
-            mri_track_poison(mri_block_data(b), b->size - MRI_BLOCK_HDR);
-            b->next = k->shared;
-            k->shared = b;
-            k->shared_bytes += b->size;
-        } else {
-            mri_arena_free_list(a, (b->next = NULL, b));
+    mri_block *c = p->hot.cur->next, *last = NULL;
+    p->hot.cur->next = NULL;
+    size_t bytes = 0, n = 0;
+    for (mri_block *b = c; b != NULL; last = b, b = b->next) {
+        if (k->shared_bytes + bytes + b->size > MRI_TREE_SHARED_BYTES) {
+            if (last != NULL)
+                last->next = NULL;
+            mri_arena_free_list(p, b);
+            break;
         }
-        b = next;
+        bytes += b->size;
+        n++;
     }
-    a->next_size = mri_arena_next_growth(a->head->size, a->max_block_size);
-    if (a->next_size < a->block_size)
-        a->next_size = a->block_size;
+    /* the growth size again that of the first spare: p takes blocks as if
+     * it had grown from its current one */
+    p->next_size = c->size >= p->block_size && c->size <= p->max_block_size ? c->size : p->block_size;
+    if (last == NULL)
+        return;
+    last->next = k->shared;
+    k->shared = c;
+    k->shared_bytes += bytes;
+    mri_ledger_move(&p->ledger, &k->ledger, bytes, n);
 }
 
-mri_block *mri_arena_shared_take(mr_arena *a, size_t need, size_t most)
+mri_block *mri_arena_shared_take(mr_arena *a, size_t need)
 {
     mr_arena *k = sharing_keeper(keeper_of(a->node.parent, a->upstream), a->upstream);
     if (k == NULL || k == a)
         return NULL;
+    /* A block of the growth size or less among the newest few: the first
+     * for a parent (a connection whose request lives), which keeps what it
+     * allocates as long as it lives, and whose growth size stays, so that
+     * it grows by as little as it can; the largest for another, which
+     * grows as with blocks from upstream. */
+    const bool parent = a->node.child != NULL;
+    mri_block **link = NULL, *b;
     int scan = 0;
-    for (mri_block **link = &k->shared, *b; (b = *link) != NULL && scan < MRI_TREE_SHARED_SCAN; link = &b->next, scan++) {
-        if (b->size > most || need > mri_block_end(b) - mri_block_data(b) || !mri_ledger_fits(&a->ledger, b->size))
-            continue;
-        *link = b->next;
-        k->shared_bytes -= b->size;
-        mri_ledger_give(&k->ledger, b->size);
-        mri_ledger_note(&a->ledger, b->size);
-        b->next = NULL;
-        b->top = mri_block_data(b);
-        b->low = mri_block_end(b);
-        b->meta = 1;
-        return b;
-    }
-    return NULL;
+    for (mri_block **l = &k->shared; (b = *l) != NULL && scan < MRI_TREE_SHARED_SCAN; l = &b->next, scan++)
+        if (b->size <= a->next_size && need <= mri_block_end(b) - mri_block_data(b) &&
+            (link == NULL || b->size > (*link)->size)) {
+            link = l;
+            if (parent || b->size == a->next_size)
+                break;
+        }
+    if (link == NULL || !mri_ledger_fits(&a->ledger, (b = *link)->size))
+        return NULL;
+    *link = b->next;
+    k->shared_bytes -= b->size;
+    mri_ledger_move(&k->ledger, &a->ledger, b->size, 1);
+    b->next = NULL;
+    b->top = mri_block_data(b);
+    b->low = mri_block_end(b);
+    b->meta = 1;
+    if (b->size == a->next_size && a->node.child == NULL)
+        a->next_size = mri_arena_next_growth(b->size, a->max_block_size);
+    return b;
 }
 
 /* ---- new arenas ---- */
@@ -306,15 +322,21 @@ static MR_NOINLINE void trim(mr_arena *a)
         a->next_size = a->block_size;
 }
 
-/* The chain a kept arena carries: its first block when its keeper shares
- * blocks (give_chain), else up to MR_TREE_KEEP_BYTES with the header. */
+/* What a dying child a, kept by keeper, does with chains: its own is cut
+ * to MR_TREE_KEEP_BYTES with the header, and when its parent is an arena
+ * below a keeper that shares, the parent's spare blocks go to the keeper
+ * (give_spares). */
 MR_NOINLINE void mri_arena_keep_chain(mr_arena *a, mr_node *keeper)
 {
-    mr_arena *k = sharing_keeper(keeper, a->upstream);
-    if (k != NULL && k != a && a->head != NULL && a->head->next != NULL)
-        give_chain(a, k);
     if (MR_UNLIKELY(a->ledger.held > MR_TREE_KEEP_BYTES))
         trim(a);
+    mr_node *p = a->node.parent;
+    if (p == keeper || p->ops != &mri_arena_node_ops)
+        return;
+    mr_arena *pa = mri_container_of(p, mr_arena, node), *k;
+    if (pa->hot.cur != NULL && pa->hot.cur->next != NULL && (k = sharing_keeper(keeper, a->upstream)) != NULL &&
+        pa->upstream == a->upstream)
+        give_spares(pa, k);
 }
 
 /* Rewinds a for its keeper to keep: no cleanup, no child, every mri_block

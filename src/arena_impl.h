@@ -164,18 +164,17 @@ bool mri_arena_in_use_block(const mr_arena *a, const mri_block *b);
 
 /* arena_create.c */
 extern const struct mri_node_ops mri_arena_node_ops; /* in the table of kinds */
-/* A block its keeper shares (of at most `most` bytes, holding need bytes of
- * data), moved to a's books; NULL when none. */
-mri_block *mri_arena_shared_take(mr_arena *a, size_t need, size_t most);
+/* A block its keeper shares, holding need bytes of data, moved to a's
+ * books; NULL when none. */
+mri_block *mri_arena_shared_take(mr_arena *a, size_t need);
 /* Cuts the chain of a, dying, to what its keeper keeps it with. */
 MR_NOINLINE void mri_arena_keep_chain(mr_arena *a, mr_node *keeper);
-/* A kept arena over a keeper that shares carries its header and first block
- * (the default's, or any up to this); the keeper shares at most
- * MRI_TREE_SHARED_BYTES of blocks, and a growing child looks at the first
- * MRI_TREE_SHARED_SCAN of them. */
+/* A dying child holding more than its header and first block (the
+ * default's) goes through mri_arena_keep_chain; a keeper shares at most
+ * MRI_TREE_SHARED_BYTES of blocks. */
 #define MRI_TREE_ONE_BLOCK (sizeof(struct mr_arena) + MRI_ARENA_BLOCK_DEFAULT)
 #define MRI_TREE_SHARED_BYTES ((size_t)64 << 10)
-#define MRI_TREE_SHARED_SCAN 8
+#define MRI_TREE_SHARED_SCAN 4 /* shared blocks a parent looks at for one of its size */
 
 /* arena_check.c */
 bool mri_arena_walk(const mr_arena *a, size_t *steps); /* mr_arena_check, counting steps */
