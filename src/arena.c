@@ -316,7 +316,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
 
     mri_block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
     if (b == NULL && a->node.parent != NULL && (b = mri_arena_shared_take(a, need)) != NULL) {
-        /* blocks its keeper shares (a run of them): no upstream call */
+        /* a block its keeper shares (arena_create.c): no upstream call */
         if (a->hot.cur != NULL)
             a->hot.cur->next = b;
         else

@@ -14,6 +14,19 @@
  * it back (reuse): a new id, fresh counts, no upstream call.  Only an arena
  * made with its parent's upstream and no buffer is kept: that upstream
  * outlives the keeper, and so the kept list.
+ *
+ * Shared blocks.  A child taken back by an arena that parents children of
+ * its own (a server's connection, made after a request died) carries the
+ * request's chain, made for its children's needs, and would live on with
+ * it unused.  So when a child of more than one block dies under such a
+ * parent, the parent's spare blocks go to the keeper (an arena without a
+ * limit), which shares up to MRI_TREE_SHARED_BYTES of them; an arena below
+ * the keeper that needs a block takes one of them, of its growth size or
+ * less, before it goes upstream.  A parent's growth size then stays (it
+ * grows by as little as it can); another child's grows as with blocks from
+ * upstream.  The bytes move between the ledgers (mri_ledger_move): every
+ * byte from upstream stays on some node's books.  The per-request child
+ * keeps its chain, so its create and destroy cost what they did.
  */
 #include <string.h>
 
