@@ -266,6 +266,8 @@ static size_t share_cut(const mr_arena *a, size_t bsize, size_t need)
 size_t mri_arena_next_growth(size_t cur, size_t max)
 {
     size_t n;
+    if ((cur & (cur - 1)) == 0 && cur < max / 2) /* a power of two: twice it is rounded already */
+        return cur * 2;
     if (cur >= max || mri_mul_overflow(cur, 2, &n) || n >= max || !mri_round_block(n, &n) || n > max)
         return max;
     return n;
@@ -313,7 +315,13 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
     }
 
     mri_block *b = a->hot.cur != NULL ? a->hot.cur->next : a->head;
-    if (b == NULL || fit_in(mri_block_data(b), mri_block_end(b), rsize, align) == 0) {
+    if (b == NULL && a->node.parent != NULL && (b = mri_arena_shared_take(a, need)) != NULL) {
+        /* a block its keeper shares (arena_create.c): no upstream call */
+        if (a->hot.cur != NULL)
+            a->hot.cur->next = b;
+        else
+            a->head = b;
+    } else if (b == NULL || fit_in(mri_block_data(b), mri_block_end(b), rsize, align) == 0) {
         size_t bsize = a->next_size;
         /* spares that cannot serve this give way to the limit: for a mri_block
          * of the growth size, or else for the smallest that serves it */
@@ -375,7 +383,9 @@ void mri_arena_free_blocks(mr_arena *a)
 {
     mri_arena_free_list(a, a->hot.big);
     mri_arena_free_list(a, a->big_spare);
-    a->hot.big = a->big_spare = NULL;
+    mri_arena_free_list(a, a->shared);
+    a->hot.big = a->big_spare = a->shared = NULL;
+    a->shared_bytes = 0;
     mri_block *keep = NULL;
     for (mri_block *b = a->head, *next; b != NULL; b = next) {
         next = b->next;

@@ -52,7 +52,8 @@ bool mri_arena_walk(const mr_arena *a, size_t *steps)
     }
     if (!check_list(a, a->head, &held, &owned, a->hot.cur != NULL, steps) ||
         !check_list(a, a->hot.big, &held, &owned, true, steps) ||
-        !check_list(a, a->big_spare, &held, &owned, false, steps))
+        !check_list(a, a->big_spare, &held, &owned, false, steps) ||
+        !check_list(a, a->shared, &held, &owned, false, steps))
         return false;
     *steps += a->hot.big_seq;
     size_t seq = a->hot.big_seq;

@@ -14,6 +14,19 @@
  * it back (reuse): a new id, fresh counts, no upstream call.  Only an arena
  * made with its parent's upstream and no buffer is kept: that upstream
  * outlives the keeper, and so the kept list.
+ *
+ * Shared blocks.  A child taken back by an arena that parents children of
+ * its own (a server's connection, made after a request died) carries the
+ * request's chain, made for its children's needs, and would live on with
+ * it unused.  So when a child of more than one block dies under such a
+ * parent, the parent's spare blocks go to the keeper (an arena without a
+ * limit), which shares up to MRI_TREE_SHARED_BYTES of them; an arena below
+ * the keeper that needs a block takes one of them, of its growth size or
+ * less, before it goes upstream.  A parent's growth size then stays (it
+ * grows by as little as it can); another child's grows as with blocks from
+ * upstream.  The bytes move between the ledgers (mri_ledger_move): every
+ * byte from upstream stays on some node's books.  The per-request child
+ * keeps its chain, so its create and destroy cost what they did.
  */
 #include <string.h>
 
@@ -89,6 +102,84 @@ static MR_NOINLINE mr_arena *reuse(mr_node *p, const mr_arena_options *o, const 
     if (a != NULL)
         MRI_WALK_NOW(a, mri_arena_walk);
     return a;
+}
+
+/* ---- blocks a keeper shares ---- */
+
+/* The arena keeper that shares blocks for the children of p over up: an
+ * arena (no tree lock), with no limit, over up itself; else NULL. */
+static inline mr_arena *sharing_keeper(mr_node *keeper, const mr_resource *up)
+{
+    if (keeper->ops != &mri_arena_node_ops || keeper->upstream != up)
+        return NULL;
+    mr_arena *k = mri_container_of(keeper, mr_arena, node);
+    return k->ledger.limit == 0 ? k : NULL;
+}
+
+/* Gives the spare blocks of p's chain (after its current one) to its
+ * keeper k to share, as far as k shares at most MRI_TREE_SHARED_BYTES (the
+ * rest upstream), in their order, smallest first.  p is an arena that
+ * parents children: it took back a kept arena and its chain, made for its
+ * children's needs, and lives on beside them, keeping what it allocates.
+ * The bytes move from p's books to k's. */
+static void give_spares(mr_arena *p, mr_arena *k)
+{
+    mri_block *c = p->hot.cur->next, *last = NULL;
+    p->hot.cur->next = NULL;
+    size_t bytes = 0, n = 0;
+    for (mri_block *b = c; b != NULL; last = b, b = b->next) {
+        if (k->shared_bytes + bytes + b->size > MRI_TREE_SHARED_BYTES) {
+            if (last != NULL)
+                last->next = NULL;
+            mri_arena_free_list(p, b);
+            break;
+        }
+        bytes += b->size;
+        n++;
+    }
+    /* the growth size again that of the first spare: p takes blocks as if
+     * it had grown from its current one */
+    p->next_size = c->size >= p->block_size && c->size <= p->max_block_size ? c->size : p->block_size;
+    if (last == NULL)
+        return;
+    last->next = k->shared;
+    k->shared = c;
+    k->shared_bytes += bytes;
+    mri_ledger_move(&p->ledger, &k->ledger, bytes, n);
+}
+
+mri_block *mri_arena_shared_take(mr_arena *a, size_t need)
+{
+    mr_arena *k = sharing_keeper(keeper_of(a->node.parent, a->upstream), a->upstream);
+    if (k == NULL || k == a)
+        return NULL;
+    /* A block of the growth size or less among the newest few: the first
+     * for a parent (a connection whose request lives), which keeps what it
+     * allocates as long as it lives, and whose growth size stays, so that
+     * it grows by as little as it can; the largest for another, which
+     * grows as with blocks from upstream. */
+    const bool parent = a->node.child != NULL;
+    mri_block **link = NULL, *b;
+    int scan = 0;
+    for (mri_block **l = &k->shared; (b = *l) != NULL && scan < MRI_TREE_SHARED_SCAN; l = &b->next, scan++)
+        if (b->size <= a->next_size && need <= mri_block_end(b) - mri_block_data(b) &&
+            (link == NULL || b->size > (*link)->size)) {
+            link = l;
+            if (parent || b->size == a->next_size)
+                break;
+        }
+    if (link == NULL || !mri_ledger_fits(&a->ledger, (b = *link)->size))
+        return NULL;
+    *link = b->next;
+    k->shared_bytes -= b->size;
+    mri_ledger_move(&k->ledger, &a->ledger, b->size, 1);
+    b->next = NULL;
+    b->top = mri_block_data(b);
+    b->low = mri_block_end(b);
+    b->meta = 1;
+    if (b->size == a->next_size && a->node.child == NULL)
+        a->next_size = mri_arena_next_growth(b->size, a->max_block_size);
+    return b;
 }
 
 /* ---- new arenas ---- */
@@ -180,6 +271,8 @@ static MR_NOINLINE mr_arena *create_new(const mr_arena_options *opts)
     a->upstream = up;
     a->big_source = mri_os_block_source(up, o.huge_pages, MR_HUGE_PAGE_SIZE);
     a->head = first;
+    a->shared = NULL;
+    a->shared_bytes = 0;
     a->block_size = a->next_size = bs;
     a->max_block_size = mx;
     a->ledger = ledger;
@@ -242,13 +335,29 @@ static MR_NOINLINE void trim(mr_arena *a)
         a->next_size = a->block_size;
 }
 
-/* Rewinds a for its keeper to keep: no cleanup, no child, every mri_block
- * spare, the bump pointers at the first block; at most MR_TREE_KEEP_BYTES
- * held, header included (the first blocks of the chain). */
-static void keep(mr_arena *a)
+/* What a dying child a, kept by keeper, does with chains: its own is cut
+ * to MR_TREE_KEEP_BYTES with the header, and when its parent is an arena
+ * below a keeper that shares, the parent's spare blocks go to the keeper
+ * (give_spares). */
+MR_NOINLINE void mri_arena_keep_chain(mr_arena *a, mr_node *keeper)
 {
     if (MR_UNLIKELY(a->ledger.held > MR_TREE_KEEP_BYTES))
         trim(a);
+    mr_node *p = a->node.parent;
+    if (p == keeper || p->ops != &mri_arena_node_ops)
+        return;
+    mr_arena *pa = mri_container_of(p, mr_arena, node), *k;
+    if (pa->hot.cur != NULL && pa->hot.cur->next != NULL && (k = sharing_keeper(keeper, a->upstream)) != NULL &&
+        pa->upstream == a->upstream)
+        give_spares(pa, k);
+}
+
+/* Rewinds a for its keeper to keep: no cleanup, no child, every mri_block
+ * spare, the bump pointers at the first block; at most MR_TREE_KEEP_BYTES
+ * held, header included (the first blocks of the chain). */
+static void keep(mr_arena *a, mr_node *keeper)
+{
+    mri_arena_keep_chain(a, keeper);
     while (a->hot.big != NULL) { /* dedicated blocks in use become spare, as on reset */
         mri_block *b = a->hot.big;
         a->hot.big = b->next;
@@ -307,7 +416,7 @@ static void node_free(mr_node *n)
         release(a);
         return;
     }
-    keep(a);
+    keep(a, keeper);
     if (!mri_node_leave(n, keeper)) /* refused under the parent's lock: freed as a kept child is */
         node_free_kept(n);
 }
@@ -323,10 +432,11 @@ MR_API void mr_arena_destroy(mr_arena *a)
      * cascade.) */
     if (MR_LIKELY(p != NULL && n->child == NULL && a->hot.cleanups == NULL && n->kept == NULL && a->hot.big == NULL &&
                   n->state == MRI_NODE_LIVE && mri_node_frames == NULL && p->lock == NULL && a->buffer == NULL &&
-                  a->upstream == p->upstream && a->ledger.held <= MR_TREE_KEEP_BYTES && !MRI_TRACKING &&
-                  MR_DEBUG < 3)) {
+                  a->upstream == p->upstream && !MRI_TRACKING && MR_DEBUG < 3)) {
         mr_node *keeper = keeper_of(p, a->upstream);
         if (MR_LIKELY(keeper->nkept < MR_TREE_KEEP_CHILDREN)) {
+            if (MR_UNLIKELY(a->ledger.held > MRI_TREE_ONE_BLOCK))
+                mri_arena_keep_chain(a, keeper);
             mri_arena_restart(a);
             mri_node_die(n);
             mri_node_unlink_locked(n);

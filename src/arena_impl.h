@@ -82,6 +82,9 @@ struct mr_arena {
     struct mri_walk walk; /* MR_DEBUG 3: when the next walk is due */
     uintptr_t cur_end;    /* mri_block_end(hot.cur): the stats read no mri_block */
     mr_node node;         /* in the tree of lifetimes */
+    mri_block *shared;    /* as a keeper: chain blocks its kept children gave up, for
+                             the children it keeps for to grow into (arena_create.c) */
+    size_t shared_bytes;  /* their sizes (in held) */
     struct mri_made {     /* the options it was made with, as given: a kept arena is
                              reused for a child asking for the same */
         mr_resource *upstream;
@@ -161,6 +164,17 @@ bool mri_arena_in_use_block(const mr_arena *a, const mri_block *b);
 
 /* arena_create.c */
 extern const struct mri_node_ops mri_arena_node_ops; /* in the table of kinds */
+/* A block its keeper shares, holding need bytes of data, moved to a's
+ * books; NULL when none. */
+mri_block *mri_arena_shared_take(mr_arena *a, size_t need);
+/* Cuts the chain of a, dying, to what its keeper keeps it with. */
+MR_NOINLINE void mri_arena_keep_chain(mr_arena *a, mr_node *keeper);
+/* A dying child holding more than its header and first block (the
+ * default's) goes through mri_arena_keep_chain; a keeper shares at most
+ * MRI_TREE_SHARED_BYTES of blocks. */
+#define MRI_TREE_ONE_BLOCK (sizeof(struct mr_arena) + MRI_ARENA_BLOCK_DEFAULT)
+#define MRI_TREE_SHARED_BYTES ((size_t)64 << 10)
+#define MRI_TREE_SHARED_SCAN 4 /* shared blocks a parent looks at for one of its size */
 
 /* arena_check.c */
 bool mri_arena_walk(const mr_arena *a, size_t *steps); /* mr_arena_check, counting steps */

@@ -96,12 +96,7 @@ MR_API int mr_arena_merge(mr_arena *into, mr_arena *from)
     }
 
     /* the ledgers: as if from gave the blocks back and into took them */
-    from->ledger.held -= bytes;
-    from->ledger.upstream_deallocations += count;
-    into->ledger.held += bytes;
-    into->ledger.upstream_allocations += count;
-    if (into->ledger.held > into->ledger.peak_held)
-        into->ledger.peak_held = into->ledger.held;
+    mri_ledger_move(&from->ledger, &into->ledger, bytes, count);
 
     /* from: empty, with its spare blocks, and a new identity */
     from->head = keep;

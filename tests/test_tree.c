@@ -541,6 +541,75 @@ static void test_a_parent_keeps_dead_children_for_reuse(void **state)
     assert_int_equal(f->v.count, 0);
 }
 
+/* An arena parent that took back a kept arena with its chain (a
+ * connection made after a request died) gives its spare blocks to the
+ * keeper when a child of more than one block dies; it grows again one block at a time
+ * from what the keeper shares, a child without a chain takes a run of
+ * them, no upstream call is made, and every byte stays on some node's
+ * books. */
+static void test_a_keeper_shares_a_parents_spare_blocks(void **state)
+{
+    fixture *f = *state;
+    mr_arena *root = arena_under(NULL, &f->u.base, "server");
+    mr_node *r = mr_arena_node(root);
+    mr_stats alone, s, cs;
+    mr_arena_stats(root, &alone);
+    /* a request of 20 KB grows a chain of three blocks and is kept whole */
+    mr_arena *conn = arena_under(r, NULL, "connection");
+    mr_arena *req = arena_under(mr_arena_node(conn), NULL, "request");
+    for (int i = 0; i < 40; i++)
+        assert_non_null(mr_arena_alloc(req, 500));
+    mr_arena_stats(req, &cs);
+    const size_t chain = cs.held;
+    assert_true(cs.upstream_allocations >= 4); /* its header and three blocks */
+    mr_arena_destroy(req);
+    /* a second connection takes the kept arena back with its chain */
+    mr_arena *first = conn;
+    conn = arena_under(r, NULL, "connection");
+    mr_arena_stats(conn, &cs);
+    const size_t taken = cs.held;
+    assert_true(taken >= chain);
+    req = arena_under(mr_arena_node(conn), NULL, "request");
+    assert_non_null(mr_arena_alloc(conn, 100)); /* a result: the connection's first block */
+    for (int i = 0; i < 20; i++)                /* more than one block */
+        assert_non_null(mr_arena_alloc(req, 500));
+    mr_arena_destroy(req); /* kept; the connection's spares go to the server */
+    size_t calls = f->u.calls;
+    mr_arena_stats(conn, &cs);
+    assert_true(cs.held < taken / 2);
+    mr_node_stats(r, true, &s);
+    assert_int_equal(s.held, f->u.bytes);
+    assert_true(mr_arena_check(conn));
+    assert_true(mr_arena_check(root));
+    /* requests and the connection's growth are served without upstream calls */
+    for (int k = 0; k < 50; k++) {
+        req = arena_under(mr_arena_node(conn), NULL, "request");
+        for (int i = 0; i < 40; i++)
+            assert_non_null(mr_arena_alloc(req, 500));
+        if (k < 20)
+            assert_non_null(mr_arena_alloc(conn, 400)); /* 8 KB of results in all */
+        mr_node_stats(r, true, &s);
+        assert_int_equal(s.held, f->u.bytes);
+        assert_true(mr_arena_check(req));
+        assert_true(mr_arena_check(conn));
+        mr_arena_destroy(req);
+        assert_true(mr_arena_check(root));
+    }
+    assert_int_equal(f->u.calls, calls);
+    mr_arena_stats(conn, &cs);
+    assert_true(cs.held < taken);
+    mr_arena_destroy(conn);
+    mr_arena_destroy(first);
+    /* release gives the shared blocks back with the kept children */
+    mr_arena_release(root);
+    mr_arena_stats(root, &s);
+    assert_int_equal(s.held, alone.held);
+    assert_int_equal(f->u.bytes, s.held);
+    assert_true(mr_arena_check(root));
+    mr_arena_destroy(root);
+    assert_int_equal(f->v.count, 0);
+}
+
 /* What is not kept: an arena over a buffer, one with its own upstream, the
  * children of a dying parent; a block pool's trim returns what it kept. */
 static void test_what_a_parent_does_not_keep(void **state)
@@ -940,6 +1009,7 @@ int main(void)
         tree_test(test_set_parent_moves_a_subtree),
         tree_test(test_a_parent_keeps_dead_children_for_reuse),
         tree_test(test_kept_children_are_on_the_keepers_books),
+        tree_test(test_a_keeper_shares_a_parents_spare_blocks),
         tree_test(test_what_a_parent_does_not_keep),
         tree_test(test_stats_of_a_subtree_count_each_byte_once),
         tree_test(test_text_report_in_postgresql_form),

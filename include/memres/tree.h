@@ -45,7 +45,12 @@
  *     left -- or the parent itself when it is thread-safe.  The keeper's
  *     release and destroy give the kept children back upstream; its own
  *     stats (mr_arena_stats, ...), mr_node_stats and the reports include
- *     them in held (as free).
+ *     them in held (as free).  An arena keeper also shares blocks: when a
+ *     child of more than one block dies under an arena parent, the
+ *     parent's spare blocks (a kept chain it took back and does not use)
+ *     go to the keeper, and an arena below it that needs a block takes
+ *     one of them before it asks its upstream (up to 64 KiB shared; in
+ *     the keeper's held, as free).
  *   - Threads: a node that is not thread-safe and its subtree are used by
  *     one thread at a time (a report or mr_node_stats is a use).  Children
  *     of a thread-safe pool or object pool, or of a block pool, may be
