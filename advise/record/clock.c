@@ -35,7 +35,7 @@ void mrr_clock_calibrate(void)
  * coarse; their sum is not): taken off each timed sample. */
 void mrr_timer_calibrate(void)
 {
-    uint64_t sum = 0, least = UINT64_MAX;
+    uint64_t sum = 0, least = UINT64_MAX, pf = 0, fp = 0;
     for (int i = 0; i < 2000; i++) {
         uint64_t a = fenced_time(), b = fenced_time();
         sum += b - a;
@@ -43,9 +43,17 @@ void mrr_timer_calibrate(void)
         b = now_time();
         if (b - a < least)
             least = b - a;
+        a = now_time();
+        b = fenced_time();
+        pf += b - a;
+        a = fenced_time();
+        b = now_time();
+        fp += b - a;
     }
     g_fenced_cost = (int64_t)(sum / 2000);
     g_timer_cost = (int64_t)least;
+    g_plain_fenced_cost = (int64_t)(pf / 2000);
+    g_fenced_plain_cost = (int64_t)(fp / 2000);
     /* in clock units: 20 us, and 1 us per page of the request (mmap,
      * munmap, a trim) */
     uint64_t us = g_use_tsc ? (UINT64_C(1000) << 32) / (g_tsc_mult ? g_tsc_mult : 1) : 1000;

@@ -585,7 +585,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         }
     }
     if (UNLIKELY(w)) {
-        ts->hook_time += (timed(t0, t1) + timed(t2, now_time())) * w;
+        ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
         mrr_tl_sample(ts, t2); /* after the timed part: it would weigh w times */
     }
     tls_guard--;
@@ -616,8 +616,11 @@ static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site,
     uint64_t t1 = fenced_time();
     __libc_free(raw);
     uint64_t t2 = fenced_time();
-    int64_t walk = timed(ta, tb), rest = timed(t0, t1) - walk;
-    ts->hook_time += (rest > 0 ? rest : 0) * w + walk;
+    /* the free's end (t2 to the caller) is not timed: the fenced read's
+     * part of it is taken off as for an allocation's */
+    int64_t walk = timed(ta, tb);
+    int64_t rest = timed_hook((int64_t)(t1 - t0) - (int64_t)(tb - ta) + g_fenced_plain_cost);
+    ts->hook_time += rest * w + walk;
     glibc_note(ts, site, timed_fenced(t1, t2, size), w);
     mrr_tl_sample(ts, t2);
 }

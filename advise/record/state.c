@@ -50,6 +50,8 @@ bool g_use_tsc;
 uint64_t g_tsc_mult = UINT64_C(1) << 32; /* ns = ticks * mult >> 32 */
 int64_t g_fenced_cost;                   /* a fenced empty interval, on average */
 int64_t g_timer_cost;                    /* a plain empty interval, the least seen */
+int64_t g_plain_fenced_cost;             /* a plain read then a fenced one, on average */
+int64_t g_fenced_plain_cost;             /* a fenced read then a plain one, on average */
 int64_t g_slow;
 int64_t g_clip, g_clip_page;             /* the longest sample kept, and per 4 KiB asked */
 
