@@ -167,21 +167,20 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
                                  unsigned nv)
 {
     double need = 1 - (pl->min_share > 0 ? pl->min_share : 0.02);
-    fprintf(f, "\n  which allocator saves most at each site (its plan alone; a median ratio above %.3f, a\n"
-               "  saving under %g%% of glibc's run, is none):\n",
+    fprintf(f, "\n  which allocator saves most at each site (its plan alone, by the median of its rounds'\n"
+               "  ratios; above %.3f, a saving under %g%% of glibc's run, is none):\n",
             need, 100 * (1 - need));
     unsigned held = 0, judged = 0;
     for (size_t k = 0; k < pl->n; k++) {
         const struct mra_planned_site *ps = &pl->s[k];
-        double own = -1, alt = -1;
+        double own = -1, alt = -1, olo = 0, ohi = 0, alo = 0, ahi = 0;
         for (unsigned i = first; i < nv; i++) {
             if (vs[i].site != ps->site)
                 continue;
-            double r = median(vs[i].ratio, vs[i].runs, NULL, NULL);
             if (vs[i].kind == ps->kind)
-                own = r;
+                own = median(vs[i].ratio, vs[i].runs, &olo, &ohi);
             else
-                alt = r;
+                alt = median(vs[i].ratio, vs[i].runs, &alo, &ahi);
         }
         if (own < 0)
             continue;
@@ -202,8 +201,10 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
             snprintf(as, sizeof as, ", %s %.3f", mra_rec_name(ps->alt), alt);
         char said[64];
         snprintf(said, sizeof said, best == ps->kind ? "the advice" : "the advice was %s", mra_rec_name(ps->kind));
-        fprintf(f, "    site %-4u %s %.3f%s -> %s (%s)\n", ps->site, mra_rec_name(ps->kind), own, as,
-                mra_rec_name(best), said);
+        /* two allocators whose rounds' ranges overlap are not told apart */
+        bool close = alt >= 0 && alo <= ohi && olo <= ahi;
+        fprintf(f, "    site %-4u %s %.3f%s -> %s (%s)%s\n", ps->site, mra_rec_name(ps->kind), own, as,
+                mra_rec_name(best), said, close ? "; the two within the rounds' spread" : "");
     }
     fprintf(f, "  the advice held at %u of %u site%s\n", held, judged, judged == 1 ? "" : "s");
 }

@@ -26,7 +26,7 @@ grep -Eq 'DIFFERS' "$r" && fail "a run changed the output or exit status"
 nsites=$(grep -Ec '^  site [0-9]+ alone, ' "$r")
 [ "$nsites" -ge 2 ] || fail "fewer than two per-site rows ($nsites)"
 # every planned site's allocator and its alternative, then the verdict
-grep -Eq '^    site [0-9]+ +[a-z-]+ [0-9.]+, [a-z-]+ [0-9.]+ -> [a-z-]+ \((the advice|the advice was [a-z-]+)\)$' "$r" \
+grep -Eq '^    site [0-9]+ +[a-z-]+ [0-9.]+, [a-z-]+ [0-9.]+ -> [a-z-]+ \((the advice|the advice was [a-z-]+)\)(; the two within the rounds. spread)?$' "$r" \
   || fail "no verdict line with an alternative"
 grep -Eq '^  the advice held at [0-9]+ of [0-9]+ sites?$' "$r" || fail "no summary"
 echo "measure.sh: $(grep -E '^    site .* -> ' "$r" | head -3 | tr -s ' ')"
