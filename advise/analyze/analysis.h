@@ -279,6 +279,11 @@ struct mra_html_extra {
 char *mra_html_data(const struct mra_analysis *a);
 /* The self-contained HTML page (html.c's head comment) of data, with x's
  * parts: 0, or -1 (a write failed). */
+/* The page's fixed parts (html_script.c): its stylesheet, its body's
+ * skeleton and its script, each as lines to f. */
+void mra_html_put_css(FILE *f);
+void mra_html_put_body(FILE *f);
+void mra_html_put_script(FILE *f);
 int mra_html_write(FILE *f, const char *data, const struct mra_html_extra *x);
 /* The same of the analysis a. */
 int mra_report_html(FILE *f, const struct mra_analysis *a, const struct mra_html_extra *x);
