@@ -33,13 +33,14 @@
 
 #include "analysis.h"
 
-#define MAX_VARIANTS (5 + 2 * MRA_PLANNED_MAX)
+#define MAX_VARIANTS (6 + 2 * MRA_PLANNED_MAX)
 
 struct variant {
     char name[64];
     const char *preload;         /* NULL: glibc */
     const char *plan;            /* the apply runtime's plan, or NULL */
     unsigned site;               /* per-site plan: the site; 0: all */
+    bool identify_only;          /* the plan's identification, every call served by glibc */
     enum mra_rec kind;           /* per-site plan: the allocator it routes the site to */
     double cpu[MRA_MEASURE_ROUNDS_MAX], rss[MRA_MEASURE_ROUNDS_MAX];
     double ratio[MRA_MEASURE_ROUNDS_MAX], rss_ratio[MRA_MEASURE_ROUNDS_MAX];
@@ -107,6 +108,7 @@ static int run_variant(char **argv, struct variant *v, const char *apply_lib, in
     const char *env[][2] = {
         { "MEMRES_ADVISE_PLAN", v->plan },
         { "MEMRES_ADVISE_APPLY_STATS", v->plan ? v->stats : NULL },
+        { "MEMRES_ADVISE_APPLY_IDENTIFY_ONLY", v->identify_only ? "1" : NULL },
         { NULL, NULL },
     };
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -229,6 +231,10 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     snprintf(vs[nv++].name, sizeof vs[0].name, "glibc malloc");
     snprintf(vs[nv].name, sizeof vs[0].name, "memres (the plan)");
     vs[nv++].plan = plan;
+    /* the runtime alone: the plan's run less this one is the allocators' saving */
+    snprintf(vs[nv].name, sizeof vs[0].name, "the runtime alone");
+    vs[nv].identify_only = true;
+    vs[nv++].plan = plan;
     static const char *const mi[] = { "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "/usr/lib/libmimalloc.so.2",
                                       "/usr/local/lib/libmimalloc.so.2", NULL };
     static const char *const je[] = { "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2",
@@ -345,15 +351,25 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
                 pl->n == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
         char id[256];
         if (walk > 1)
-            snprintf(id, sizeof id,
-                     "a walk of %u frames to identify a call's site cost %.1f ns (sampled) on %.0f calls: "
-                     "%.1f ms of the plan's run is the runtime's, not the allocators' (a change in the "
-                     "source has none)",
-                     walk, ident, walked, ident * walked / 1e6);
+            snprintf(id, sizeof id, "a walk of %u frames to identify a call's site, %.1f ns (sampled) on %.0f calls",
+                     walk, ident, walked);
         else
             snprintf(id, sizeof id, "each call's site known by its first frame (one look-up)");
         fprintf(f, "  routed %llu allocations; %s; the routes held %.1f MiB at their peak\n",
                 (unsigned long long)routed, id, held / 1048576.0);
+        /* the allocators' saving, paired by round: the runtime-alone run
+         * less the plan's, in glibc's run of the round */
+        double alloc[MRA_MEASURE_ROUNDS_MAX], alo, ahi, rlo, rhi;
+        for (unsigned r = 0; r < vs[1].runs; r++)
+            alloc[r] = vs[2].ratio[r] - vs[1].ratio[r];
+        double a = median(alloc, vs[1].runs, &alo, &ahi);
+        double rt = median(vs[2].ratio, vs[2].runs, &rlo, &rhi);
+        fprintf(f,
+                "  the runtime alone (every call identified, then served by glibc) cost %.1f ms (%.3f, %.3f-%.3f);\n"
+                "  the allocators' saving (the runtime-alone run less the plan's, per round): %.1f ms (%.1f-%.1f),\n"
+                "  what a change in the source would save, against the predicted %.1f ms (%.2fx)\n",
+                (rt - 1) * g / 1e6, rt, rlo, rhi, a * g / 1e6, alo * g / 1e6, ahi * g / 1e6, pl->predicted_ns / 1e6,
+                a > 0 ? pl->predicted_ns / (a * g) : 0);
         if (first_site < nv) {
             fprintf(f, "\n  per site (its plan alone):\n");
             for (unsigned i = first_site; i < nv; i++) {

@@ -30,6 +30,7 @@
 #define CALLER_CFA MRA_CALLER_CFA
 
 bool g_active;
+bool g_identify_only;
 _Atomic int g_multi;
 unsigned g_walk = 1;
 unsigned g_nroutes;
@@ -115,13 +116,30 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_
 {
     uint64_t fr[MRA_MAX_DEPTH];
     unsigned n = mra_walk(&ts->walk, ra, cfa, fr, g_walk);
-    return mra_apply_route_of(fr, n);
+    if (UNLIKELY(n > IDENT_MEMO_DEPTH || n < 2))
+        return mra_apply_route_of(fr, n);
+    /* fr[0] is the planned first frame; the caller's frame tells the rest */
+    struct ident_memo *m = &ts->memo[(fr[1] ^ (fr[1] >> 6) ^ (fr[n - 1] >> 3)) & (IDENT_MEMO - 1)];
+    if (LIKELY(m->n == n)) {
+        bool same = true;
+        for (unsigned i = 0; i < n; i++)
+            same &= m->fr[i] == fr[i];
+        if (LIKELY(same))
+            return m->route;
+    }
+    unsigned route = mra_apply_route_of(fr, n);
+    memcpy(m->fr, fr, n * sizeof fr[0]);
+    m->n = n;
+    m->route = route;
+    return route;
 }
 
 /* n bytes from route's engine, or NULL (counted) for glibc's: a size the
  * route does not serve, or the range used up. */
 static inline __attribute__((always_inline)) void *route_alloc(struct tstate *ts, unsigned route, size_t n)
 {
+    if (UNLIKELY(g_identify_only))
+        return NULL;
     struct route *rt = &g_routes[route];
     void *p = rt->kind == RK_REGION ? mra_region_alloc(ts, route, n) : mra_slab_alloc(ts, route, n);
     if (UNLIKELY(!p))
@@ -290,14 +308,17 @@ __attribute__((constructor(101))) static void apply_init(void)
 {
     tls_guard++;
     int e = errno;
-    bool have_plan, have_preload, have_stats;
-    char plan[4096], preload[4096];
+    bool have_plan, have_preload, have_stats, have_ident;
+    char plan[4096], preload[4096], ident[8];
     mra_env_take("MEMRES_ADVISE_PLAN", plan, sizeof plan, &have_plan);
     mra_env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
     mra_env_take("MEMRES_ADVISE_APPLY_STATS", g_stats_path, sizeof g_stats_path, &have_stats);
+    mra_env_take("MEMRES_ADVISE_APPLY_IDENTIFY_ONLY", ident, sizeof ident, &have_ident);
+    g_identify_only = have_ident && ident[0] == '1';
     unsetenv("MEMRES_ADVISE_PLAN");
     unsetenv("MEMRES_ADVISE_PRELOAD");
     unsetenv("MEMRES_ADVISE_APPLY_STATS");
+    unsetenv("MEMRES_ADVISE_APPLY_IDENTIFY_ONLY");
     if (have_plan) {
         if (have_preload)
             setenv("LD_PRELOAD", preload, 1);

@@ -8,7 +8,8 @@
  *   - identification (apply.c): the caller's return address first (a set of
  *     the planned stacks' first frames: an allocation from anywhere else
  *     costs one look-up), then the plan's walk of K frames with the
- *     recorder's walker (common/walk.h) and a hash of them;
+ *     recorder's walker (common/walk.h) and a hash of them, or a per-thread
+ *     memo of the stacks walked before, compared frame by frame;
  *   - routes: an arena is a *site region* (region.c): per thread, bump
  *     allocation in 64 KiB blocks aligned to their size in one reserved
  *     range of address space (a region's object is known by its address
@@ -23,7 +24,11 @@
  *     (any thread may free: the object goes on the freeing thread's list),
  *     so that free, realloc and malloc_usable_size know every object of
  *     theirs by its address and its size by its block;
- *   - what it did, at exit, to $MEMRES_ADVISE_APPLY_STATS (stats.c).
+ *   - what it did, at exit, to $MEMRES_ADVISE_APPLY_STATS (stats.c);
+ *   - with MEMRES_ADVISE_APPLY_IDENTIFY_ONLY=1, every call identified and
+ *     then served by glibc: a run that costs the runtime and saves nothing,
+ *     which `measure` sets beside the plan's run to tell the allocators'
+ *     saving from the runtime's cost.
  *
  * Its files share this header; everything but the malloc family is hidden.
  */
@@ -118,14 +123,26 @@ struct region {
     struct slab_class *cls;      /* a slab route's: SLAB_CLASSES, made at its first use */
 };
 
+/* A stack walked before and its route: the walk's frames compared whole
+ * stand in for the hash and the table's probe (most calls repeat one of a
+ * few stacks). */
+#define IDENT_MEMO 64u           /* entries per thread */
+#define IDENT_MEMO_DEPTH 6u      /* frames an entry holds; deeper walks hash */
+struct ident_memo {
+    uint64_t fr[IDENT_MEMO_DEPTH];
+    uint32_t n, route;           /* n 0: empty */
+};
+
 struct tstate {
     struct mra_walker walk;
+    struct ident_memo memo[IDENT_MEMO];
     struct tstate *next;         /* every thread's, for the stats */
     struct region reg[];         /* g_nroutes + 1 */
 };
 
 /* global state (apply.c) */
 extern bool g_active;
+extern bool g_identify_only;  /* identify and route every call to glibc: the runtime's own cost */
 extern _Atomic int g_multi;      /* a second thread may run: counts are atomic */
 extern unsigned g_walk;          /* frames walked to identify a stack */
 extern unsigned g_nroutes;
