@@ -125,6 +125,14 @@ enum mra_pattern {
     MRA_PATTERNS
 };
 
+/* The series measured over big live sets: glibc (its memory kept) and the
+ * arena in batches freed in allocation order.  (Random order is not: what
+ * a big live set costs glibc there depends on the order the frees take
+ * through memory, which the recorder does not see -- a random order's
+ * cells overstated Lua's saving 3.7x, its collector freeing in sweeps.) */
+enum mra_big_kind { MRA_BIG_GLIBC_BATCH, MRA_BIG_ARENA, MRA_BIG_KINDS };
+#define MRA_BIG_LEVELS 2u
+
 struct mra_costs {
     uint32_t version;            /* of this struct in the cache file */
     char machine[128];           /* CPU model and the library's version: a cache
@@ -142,6 +150,10 @@ struct mra_costs {
                                               call (fenced rdtsc reads around it, their
                                               empty cost taken off), summed per pair: 0 where
                                               not measured (not x86-64, an older cache) */
+    /* the same pairs over live sets larger than the cells above hold (their
+     * objects' cache and TLB misses), at MRA_BIG_LEVELS sizes of live set:
+     * 0 where not measured (an older cache, a fixture) */
+    double big[MRA_BIG_KINDS][MRA_BIG_LEVELS][MRA_COST_CLASSES];
 };
 
 /* The costs of this machine: from the cache ($XDG_CACHE_HOME or
@@ -151,6 +163,11 @@ int mra_costs_get(struct mra_costs *c, bool quiet);
 /* Measures into c without the cache. */
 int mra_costs_measure(struct mra_costs *c);
 unsigned mra_cost_class(uint64_t size);
+/* What a pair of kind k at class cl costs more over a live set of
+ * live_bytes than in its calibration cell (ns, >= 0; 0 without big cells):
+ * interpolated in the logarithm of the live set between the cell's and
+ * the big levels', the largest level's beyond it. */
+double mra_cost_live_extra(const struct mra_costs *c, enum mra_big_kind k, unsigned cl, double live_bytes);
 
 /* ---- the analysis (analyze.c; the rules and their options: judge.c) ---- */
 

@@ -12,6 +12,9 @@
  * allocation is written, one byte per 4 KiB page (its first byte for small
  * ones), as a program would, so that page faults count where an allocator
  * takes fresh pages (glibc's mmap'd chunks) and not where it reuses them.
+ * The big series (glibc's batches with its memory kept, the arena's) are
+ * measured over live sets of two larger levels, for a site whose cohort is
+ * larger than the cells': mra_cost_live_extra.
  *
  * The cache: $XDG_CACHE_HOME/memres-advise/costs-v1 (else
  * ~/.cache/memres-advise/costs-v1), a text file: a line naming the format,
@@ -25,6 +28,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,7 +50,7 @@
 #endif
 
 #define COSTS_VERSION 1u
-#define COST_MODEL 4u /* the cells as measured: a cache of another model is measured again */
+#define COST_MODEL 5u /* the cells as measured: a cache of another model is measured again */
 #define COSTS_MAGIC "memres-advise costs v1"
 
 /* The classes measured: 8, 32, 128, 512 B, 2, 8, 64 KiB, 1 MiB. */
@@ -92,6 +96,28 @@ static size_t live_count(size_t size, size_t most)
     if (n < 8)
         n = 8;
     return (size_t)1 << (63 - __builtin_clzll(n)); /* a power of two: picked by a mask */
+}
+
+/* The big live sets: level l holds at most BIG_COUNT[l] objects and
+ * BIG_BYTES[l] bytes (a power of two of objects); measured at the classes
+ * MEASURED_BIG, REPS_BIG times each.  A cell at a level whose set is no
+ * larger than its base cell's adds nothing (big sizes: the base cells hold
+ * up to LIVE_BYTES already). */
+static const size_t BIG_COUNT[MRA_BIG_LEVELS] = {(size_t)1 << 16, (size_t)1 << 18};
+static const size_t BIG_BYTES[MRA_BIG_LEVELS] = {(size_t)4 << 20, (size_t)16 << 20};
+static const unsigned MEASURED_BIG[] = {5, 7, 9, 11};
+#define NMEASURED_BIG (sizeof MEASURED_BIG / sizeof MEASURED_BIG[0])
+#define REPS_BIG 2
+#define BIG_MAX_OBJECTS ((size_t)1 << 18)
+
+static size_t big_objects(unsigned level, size_t size)
+{
+    size_t n = BIG_BYTES[level] / (size ? size : 1);
+    if (n > BIG_COUNT[level])
+        n = BIG_COUNT[level];
+    if (n < 8)
+        n = 8;
+    return (size_t)1 << (63 - __builtin_clzll(n));
 }
 
 /* A representative size of class c: three quarters of its top, 8-aligned. */
@@ -185,13 +211,12 @@ static double run_glibc_lifo(size_t size, void **v)
  * trimming and mmap off, what a batch costs the first time (its pages'
  * first faults, paid by an arena as well, aside); this series is measured
  * last, since mallopt's settings stay. */
-static double run_glibc_batch(size_t size, void **v, bool kept)
+static double run_glibc_batch(size_t size, void **v, bool kept, size_t n)
 {
     if (kept) {
         mallopt(M_TRIM_THRESHOLD, INT_MAX);
         mallopt(M_MMAP_THRESHOLD, 32 << 20);
     }
-    size_t n = live_count(size, 1024);
     struct cell c;
     cell_init(&c);
     do {
@@ -205,9 +230,8 @@ static double run_glibc_batch(size_t size, void **v, bool kept)
     return cell_result(&c);
 }
 
-static double run_glibc_random(size_t size, void **v)
+static double run_glibc_random(size_t size, void **v, size_t n)
 {
-    size_t n = live_count(size, 4096);
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < n; i++) {
         v[i] = malloc(size);
@@ -287,12 +311,11 @@ static double run_glibc_fenced(size_t size, void **v)
 }
 #endif
 
-static double run_arena(size_t size, void **v)
+static double run_arena(size_t size, void **v, size_t n)
 {
     mr_arena *a = mr_arena_create(NULL);
     if (!a)
         return -1;
-    size_t n = live_count(size, 1024);
     struct cell c;
     cell_init(&c);
     do {
@@ -334,14 +357,13 @@ static double run_arena_rewind(size_t size, void **v)
     return cell_result(&c);
 }
 
-static double run_objpool(size_t size, void **v)
+static double run_objpool(size_t size, void **v, size_t n)
 {
     mr_objpool_options o = {0};
     o.objects_per_block = objpool_per_block(size);
     mr_objpool *p = mr_objpool_create(size, 16, &o);
     if (!p)
         return -1;
-    size_t n = live_count(size, 4096);
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < n; i++) {
         v[i] = mr_objpool_alloc(p);
@@ -361,12 +383,11 @@ static double run_objpool(size_t size, void **v)
     return cell_result(&c);
 }
 
-static double run_pools(size_t size, void **v)
+static double run_pools(size_t size, void **v, size_t n)
 {
     mr_pools *p = mr_pools_create(NULL);
     if (!p)
         return -1;
-    size_t n = live_count(size, 4096);
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < n; i++) {
         v[i] = mr_pools_alloc(p, size, 16);
@@ -491,18 +512,27 @@ static double run_remote(size_t size, void **v, bool pools)
 
 /* ---- the whole measurement ---- */
 
+/* S_BATCH_KEPT and the big series last: the first changes glibc's
+ * settings, and the big batches are measured with them (memory kept: the
+ * misses of a big live set without the faults of a trimmed heap, which the
+ * timed model counts) */
 enum { S_LIFO, S_BATCH, S_RANDOM, S_REMOTE, S_ARENA, S_REWIND, S_OBJPOOL, S_POOLS, S_POOLS_TS,
-       S_FENCED, S_BATCH_KEPT, NSERIES }; /* S_BATCH_KEPT last: it changes glibc's settings */
-/* S_FENCED may be missing from a cache (a fixture of an older model): its row is 0 */
-#define SERIES_OPTIONAL (1u << S_FENCED)
+       S_FENCED, S_BATCH_KEPT, S_BIG, NSERIES = S_BIG + MRA_BIG_KINDS * MRA_BIG_LEVELS };
+/* S_FENCED and the big series may be missing from a cache (a fixture of an
+ * older model): their rows are 0 */
+#define SERIES_OPTIONAL ((1u << S_FENCED) | (((1u << NSERIES) - 1) & ~((1u << S_BIG) - 1)))
 
 static const char *const SERIES_NAME[NSERIES] = {
     "glibc-lifo", "glibc-batch", "glibc-random", "glibc-remote",
     "arena", "arena-rewind", "objpool", "pools", "pools-ts", "glibc-random-fenced", "glibc-batch-kept",
+    "glibc-batch-kept-big1", "glibc-batch-kept-big2", "arena-big1", "arena-big2",
 };
+_Static_assert(MRA_BIG_LEVELS == 2 && MRA_BIG_KINDS == 2, "SERIES_NAME's big series");
 
 static double *series_row(struct mra_costs *c, int s)
 {
+    if (s >= S_BIG)
+        return c->big[(unsigned)(s - S_BIG) / MRA_BIG_LEVELS][(unsigned)(s - S_BIG) % MRA_BIG_LEVELS];
     switch (s) {
     case S_LIFO: return c->glibc[MRA_PAT_LIFO];
     case S_BATCH: return c->glibc[MRA_PAT_BATCH];
@@ -518,19 +548,28 @@ static double *series_row(struct mra_costs *c, int s)
     }
 }
 
+static double run_big(enum mra_big_kind k, size_t size, void **v, size_t n)
+{
+    return k == MRA_BIG_GLIBC_BATCH ? run_glibc_batch(size, v, true, n) : run_arena(size, v, n);
+}
+
 static double run_cell(int s, size_t size, void **v)
 {
+    size_t batch = live_count(size, 1024), random = live_count(size, 4096);
+    if (s >= S_BIG)
+        return run_big((enum mra_big_kind)((unsigned)(s - S_BIG) / MRA_BIG_LEVELS), size, v,
+                       big_objects((unsigned)(s - S_BIG) % MRA_BIG_LEVELS, size));
     switch (s) {
     case S_LIFO: return run_glibc_lifo(size, v);
-    case S_BATCH: return run_glibc_batch(size, v, false);
-    case S_BATCH_KEPT: return run_glibc_batch(size, v, true);
-    case S_RANDOM: return run_glibc_random(size, v);
+    case S_BATCH: return run_glibc_batch(size, v, false, batch);
+    case S_BATCH_KEPT: return run_glibc_batch(size, v, true, batch);
+    case S_RANDOM: return run_glibc_random(size, v, random);
     case S_FENCED: return run_glibc_fenced(size, v);
     case S_REMOTE: return run_remote(size, v, false);
-    case S_ARENA: return run_arena(size, v);
+    case S_ARENA: return run_arena(size, v, batch);
     case S_REWIND: return run_arena_rewind(size, v);
-    case S_OBJPOOL: return run_objpool(size, v);
-    case S_POOLS: return run_pools(size, v);
+    case S_OBJPOOL: return run_objpool(size, v, random);
+    case S_POOLS: return run_pools(size, v, random);
     default: return run_remote(size, v, true);
     }
 }
@@ -581,22 +620,25 @@ int mra_costs_measure(struct mra_costs *c)
     memset(c, 0, sizeof *c);
     c->version = COSTS_VERSION;
     machine_name(c->machine, sizeof c->machine);
-    void **v = malloc(4096 * sizeof *v);
+    void **v = malloc(BIG_MAX_OBJECTS * sizeof *v);
     if (!v) {
         fprintf(stderr, "memres-advise: calibration: out of memory\n");
         return -1;
     }
     /* a warm-up, so that the first cell does not pay for the heap's growth */
-    (void)run_glibc_random(64, v);
+    (void)run_glibc_random(64, v, live_count(64, 4096));
     for (int s = 0; s < NSERIES; s++) {
         double *row = series_row(c, s);
+        const unsigned *classes = s >= S_BIG ? MEASURED_BIG : MEASURED;
+        size_t nc = s >= S_BIG ? NMEASURED_BIG : NMEASURED;
+        int reps = s >= S_BIG ? REPS_BIG : REPS;
         double m[NMEASURED];
-        for (size_t k = 0; k < NMEASURED; k++) {
-            size_t size = class_size(MEASURED[k]);
+        for (size_t k = 0; k < nc; k++) {
+            size_t size = class_size(classes[k]);
             double r[REPS];
-            for (int i = 0; i < REPS; i++)
+            for (int i = 0; i < reps; i++)
                 r[i] = run_cell(s, size, v);
-            qsort(r, REPS, sizeof r[0], cmp_double);
+            qsort(r, (size_t)reps, sizeof r[0], cmp_double);
             m[k] = r[0];
             if (!(m[k] > 0) && s != S_FENCED) {
                 free(v);
@@ -606,23 +648,55 @@ int mra_costs_measure(struct mra_costs *c)
         }
         /* interpolate linearly in the class number between measured classes */
         for (unsigned cl = 0; cl < MRA_COST_CLASSES; cl++) {
-            if (cl <= MEASURED[0]) {
+            if (cl <= classes[0]) {
                 row[cl] = m[0];
                 continue;
             }
-            if (cl >= MEASURED[NMEASURED - 1]) {
-                row[cl] = m[NMEASURED - 1];
+            if (cl >= classes[nc - 1]) {
+                row[cl] = m[nc - 1];
                 continue;
             }
             size_t k = 0;
-            while (MEASURED[k + 1] < cl)
+            while (classes[k + 1] < cl)
                 k++;
-            double f = (double)(cl - MEASURED[k]) / (double)(MEASURED[k + 1] - MEASURED[k]);
+            double f = (double)(cl - classes[k]) / (double)(classes[k + 1] - classes[k]);
             row[cl] = m[k] + f * (m[k + 1] - m[k]);
         }
     }
     free(v);
     return 0;
+}
+
+/* ---- the cost of a big live set ---- */
+
+static const double *big_base(const struct mra_costs *c, enum mra_big_kind k)
+{
+    return k == MRA_BIG_GLIBC_BATCH ? c->glibc_batch_kept : c->arena;
+}
+
+double mra_cost_live_extra(const struct mra_costs *c, enum mra_big_kind k, unsigned cl, double live_bytes)
+{
+    if (cl >= MRA_COST_CLASSES)
+        cl = MRA_COST_CLASSES - 1;
+    size_t size = class_size(cl);
+    size_t n = live_count(size, 1024);
+    double base = big_base(c, k)[cl];
+    double x0 = log((double)(n * size)), y0 = 0, x = live_bytes > 1 ? log(live_bytes) : 0;
+    if (x <= x0 || !(base > 0))
+        return 0;
+    for (unsigned l = 0; l < MRA_BIG_LEVELS; l++) {
+        size_t nl = big_objects(l, size);
+        double cost = c->big[k][l][cl];
+        if (nl <= n || !(cost > 0))
+            continue;
+        double x1 = log((double)(nl * size)), y1 = fmax(0, cost - base);
+        if (x <= x1)
+            return y0 + (x - x0) / (x1 - x0) * (y1 - y0);
+        x0 = x1;
+        y0 = y1;
+        n = nl;
+    }
+    return y0;
 }
 
 /* ---- the cache ---- */

@@ -158,16 +158,33 @@ static double glibc_cost(const struct mra_site_stats *s, const struct mra_costs 
  * table at their mean, never-freed objects less half of glibc's pair
  * each (the program never paid their free).  memres's cost is the
  * calibration's in both. */
-static double memres_part(const struct mra_site_stats *s, const double *mc, const struct mra_costs *c,
-                          enum mra_pattern pat, double *glibc_out)
+/* What a pair at class cl costs more, in glibc (*g) and in r (*m), over
+ * the site's live set than in the calibration's cells (about a thousand
+ * objects): the objects' cache and TLB misses.  Freed together into an
+ * arena: the cohort the arena would hold (arena_peak_bytes; xmllint's
+ * parse tree, 168 MB of one site, predicted 20 ms from the small cells).
+ * Other patterns are costed as their cells measured them. */
+static void live_extra(const struct mra_site_stats *s, const struct mra_costs *c, enum mra_pattern pat,
+                       enum mra_rec r, unsigned cl, double *g, double *m)
 {
-    double glibc = 0, memres = 0, counted = 0, counted_bytes = 0;
+    *g = *m = 0;
+    if (pat == MRA_PAT_BATCH && r == MRA_ARENA) {
+        *g = mra_cost_live_extra(c, MRA_BIG_GLIBC_BATCH, cl, (double)s->arena_peak_bytes);
+        *m = mra_cost_live_extra(c, MRA_BIG_ARENA, cl, (double)s->arena_peak_bytes);
+    }
+}
+
+static double memres_part(const struct mra_site_stats *s, const double *mc, const struct mra_costs *c,
+                          enum mra_pattern pat, enum mra_rec r, double *glibc_out)
+{
+    double glibc = 0, memres = 0, counted = 0, counted_bytes = 0, xg, xm;
     for (unsigned i = 0; i < s->nsizes; i++) {
         unsigned cl = mra_cost_class(s->sizes[i].size);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        glibc += (double)s->sizes[i].count * glibc_cost(s, c, pat, cl);
-        memres += (double)s->sizes[i].count * mc[cl];
+        live_extra(s, c, pat, r, cl, &xg, &xm);
+        glibc += (double)s->sizes[i].count * (glibc_cost(s, c, pat, cl) + xg);
+        memres += (double)s->sizes[i].count * (mc[cl] + xm);
         counted += (double)s->sizes[i].count;
         counted_bytes += (double)s->sizes[i].count * (double)s->sizes[i].size;
     }
@@ -179,8 +196,9 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
         unsigned cl = mra_cost_class((uint64_t)mean);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        glibc += rest * glibc_cost(s, c, pat, cl);
-        memres += rest * mc[cl];
+        live_extra(s, c, pat, r, cl, &xg, &xm);
+        glibc += rest * (glibc_cost(s, c, pat, cl) + xg);
+        memres += rest * (mc[cl] + xm);
     }
     if (s->allocations && s->live_objects) {
         double mean = (double)s->bytes / (double)s->allocations;
@@ -244,7 +262,7 @@ static double saving_of(const struct msite *m, const struct mra_analysis *a, con
     if (!mc)
         return 0;
     double glibc;
-    double memres = memres_part(&m->s, mc, c, pat, &glibc);
+    double memres = memres_part(&m->s, mc, c, pat, r, &glibc);
     /* the calibration's loops are glibc at its warmest: a site's calls
      * cost at least that in the program, and a run's timed samples of
      * tiny calls can net below it once the fencing is taken off (a Lua
@@ -385,7 +403,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     double calib = 0;
     const double *mcr = memres_costs(c, r, m->thread_safe);
     if (mcr)
-        (void)memres_part(s, mcr, c, m->pattern, &calib);
+        (void)memres_part(s, mcr, c, m->pattern, r, &calib);
     double timed = glibc_timed(s, r, c) * a->glibc_scale;
     if (timed_model(s, th) && timed >= calib)
         snprintf(costed, sizeof costed,

@@ -548,6 +548,52 @@ static void test_rule_arena(void **state)
     result_free(&r);
 }
 
+/* A cohort larger than the calibration's cells costs glibc, and the arena,
+ * what the big cells measured on top: 0 below the cells' live set, the
+ * largest level's beyond it, rising in between. */
+static void test_rule_arena_big_cohort(void **state)
+{
+    (void)state;
+    for (unsigned c = 0; c < MRA_COST_CLASSES; c++) {
+        costs.glibc_batch_kept[c] = 22;
+        costs.big[MRA_BIG_GLIBC_BATCH][0][c] = 30;
+        costs.big[MRA_BIG_GLIBC_BATCH][1][c] = 40;
+        costs.big[MRA_BIG_ARENA][0][c] = 3;
+        costs.big[MRA_BIG_ARENA][1][c] = 4;
+    }
+    unsigned cl = mra_cost_class(32);
+    assert_true(mra_cost_live_extra(&costs, MRA_BIG_GLIBC_BATCH, cl, 4096) == 0);
+    assert_near(mra_cost_live_extra(&costs, MRA_BIG_GLIBC_BATCH, cl, 1e12), 18, 1e-9);
+    assert_near(mra_cost_live_extra(&costs, MRA_BIG_ARENA, cl, 1e12), 2, 1e-9);
+    double prev = 0, mid = 0;
+    for (double b = 4096; b < 1e10; b *= 2) {
+        double x = mra_cost_live_extra(&costs, MRA_BIG_GLIBC_BATCH, cl, b);
+        assert_true(x >= prev && x <= 18);
+        if (x > 0 && x < 18)
+            mid = x;
+        prev = x;
+    }
+    assert_true(mid > 0); /* interpolated somewhere between the levels */
+    synth s;
+    synth_init(&s, RUN_NS, 64 << 20);
+    cap c;
+    caller_b(&c);
+    struct mra_site_stats st = stats_one(1000000, 32);
+    st.freed_together = 990000;
+    st.arena_peak_bytes = UINT64_C(1) << 40; /* one cohort past the largest level */
+    synth_add(&s, &c, st);
+    result r;
+    analyze(&s, &r);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_ARENA);
+    assert_near(m->predicted_saving_ns, 1e6 * ((22 + 18) - (2 + 2)), 1e-9);
+    result_free(&r);
+    /* without the big cells (an older cache): the cells' costs alone */
+    memset(costs.big, 0, sizeof costs.big);
+    assert_true(mra_cost_live_extra(&costs, MRA_BIG_GLIBC_BATCH, cl, 1e12) == 0);
+    costs_init();
+}
+
 static void test_rule_arena_at_exit(void **state)
 {
     (void)state;
@@ -1252,6 +1298,7 @@ int main(void)
         cmocka_unit_test(test_fold_option),
         cmocka_unit_test(test_recursion),
         cmocka_unit_test(test_rule_arena),
+        cmocka_unit_test(test_rule_arena_big_cohort),
         cmocka_unit_test(test_rule_arena_at_exit),
         cmocka_unit_test(test_rule_arena_rewind),
         cmocka_unit_test(test_rule_objpool),
