@@ -520,9 +520,10 @@ static void test_recursion(void **state)
 }
 
 /* freed in bursts: an arena; the saving is count x (batch - arena) */
-static void test_rule_arena(void **state)
+/* One site of a million 32-byte objects, 99% freed together, its
+ * arena's cohort arena_peak bytes (0: the stats' own), analysed into r. */
+static void arena_site(uint64_t arena_peak, result *r)
 {
-    (void)state;
     synth s;
     synth_init(&s, RUN_NS, 64 << 20);
     cap c;
@@ -530,9 +531,17 @@ static void test_rule_arena(void **state)
     struct mra_site_stats st = stats_one(1000000, 32);
     st.freed_together = 990000;
     st.stack_like = 10000;
+    if (arena_peak)
+        st.arena_peak_bytes = arena_peak;
     synth_add(&s, &c, st);
+    analyze(&s, r);
+}
+
+static void test_rule_arena(void **state)
+{
+    (void)state;
     result r;
-    analyze(&s, &r);
+    arena_site(0, &r);
     dump(&r.a);
     const struct mra_site *m = &r.a.sites[0];
     assert_int_equal(m->rec, MRA_ARENA);
@@ -574,16 +583,8 @@ static void test_rule_arena_big_cohort(void **state)
         prev = x;
     }
     assert_true(mid > 0); /* interpolated somewhere between the levels */
-    synth s;
-    synth_init(&s, RUN_NS, 64 << 20);
-    cap c;
-    caller_b(&c);
-    struct mra_site_stats st = stats_one(1000000, 32);
-    st.freed_together = 990000;
-    st.arena_peak_bytes = UINT64_C(1) << 40; /* one cohort past the largest level */
-    synth_add(&s, &c, st);
     result r;
-    analyze(&s, &r);
+    arena_site(UINT64_C(1) << 40, &r); /* one cohort past the largest level */
     const struct mra_site *m = &r.a.sites[0];
     assert_int_equal(m->rec, MRA_ARENA);
     assert_near(m->predicted_saving_ns, 1e6 * ((22 + 18) - (2 + 2)), 1e-9);
