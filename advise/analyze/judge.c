@@ -124,18 +124,27 @@ static const double *memres_costs(const struct mra_costs *c, enum mra_rec r, boo
 /* glibc's cost of a pair at class cl in the pattern.  Freed together, the
  * first cohort (the most the site held between two moments of nothing
  * live) costs what a batch costs with its memory kept; the repeats what a
- * repeated batch costs, which glibc may have trimmed and faults in again. */
+ * repeated batch costs, which glibc may have trimmed and faults in again --
+ * unless the cohort is below the trim threshold (glibc never gives back
+ * less), or warm: the floor under the run's own timing, which saw whether
+ * this program's glibc trims (the calibration's repeated batches trim or
+ * not with glibc's dynamic thresholds in the analysing process: 19 ns or
+ * 1.6 us a pair of 1 KiB objects between two calibrations, which put the
+ * request loop's 56 KB cohorts at 2.5 s in a run of 0.25 s). */
+#define GLIBC_TRIM_BYTES 131072.0 /* M_TRIM_THRESHOLD's default */
 static double glibc_cost(const struct mra_site_stats *s, const struct mra_costs *c, enum mra_pattern pat,
-                         unsigned cl)
+                         unsigned cl, bool warm)
 {
     if (pat != MRA_PAT_BATCH || !(c->glibc_batch_kept[cl] > 0) || s->bytes == 0)
         return c->glibc[pat][cl];
-    double repeated = 1 - (double)s->arena_peak_bytes / (double)s->bytes;
-    if (repeated < 0)
-        repeated = 0;
     /* never above the repeated batch's cost: below the trim threshold the
      * two are one cost measured twice */
     double kept = fmin(c->glibc_batch_kept[cl], c->glibc[pat][cl]);
+    if (warm || (double)s->arena_peak_bytes < GLIBC_TRIM_BYTES)
+        return kept;
+    double repeated = 1 - (double)s->arena_peak_bytes / (double)s->bytes;
+    if (repeated < 0)
+        repeated = 0;
     return kept + repeated * (c->glibc[pat][cl] - kept);
 }
 
@@ -175,7 +184,7 @@ static void live_extra(const struct mra_site_stats *s, const struct mra_costs *c
 }
 
 static double memres_part(const struct mra_site_stats *s, const double *mc, const struct mra_costs *c,
-                          enum mra_pattern pat, enum mra_rec r, double *glibc_out)
+                          enum mra_pattern pat, enum mra_rec r, bool warm, double *glibc_out)
 {
     double glibc = 0, memres = 0, counted = 0, counted_bytes = 0, xg, xm;
     for (unsigned i = 0; i < s->nsizes; i++) {
@@ -183,7 +192,7 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
         live_extra(s, c, pat, r, cl, &xg, &xm);
-        glibc += (double)s->sizes[i].count * (glibc_cost(s, c, pat, cl) + xg);
+        glibc += (double)s->sizes[i].count * (glibc_cost(s, c, pat, cl, warm) + xg);
         memres += (double)s->sizes[i].count * (mc[cl] + xm);
         counted += (double)s->sizes[i].count;
         counted_bytes += (double)s->sizes[i].count * (double)s->sizes[i].size;
@@ -197,7 +206,7 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
         live_extra(s, c, pat, r, cl, &xg, &xm);
-        glibc += rest * (glibc_cost(s, c, pat, cl) + xg);
+        glibc += rest * (glibc_cost(s, c, pat, cl, warm) + xg);
         memres += rest * (mc[cl] + xm);
     }
     if (s->allocations && s->live_objects) {
@@ -205,7 +214,7 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
         unsigned cl = mra_cost_class((uint64_t)mean);
         if (cl >= MRA_COST_CLASSES)
             cl = MRA_COST_CLASSES - 1;
-        glibc -= (double)s->live_objects * 0.5 * glibc_cost(s, c, pat, cl);
+        glibc -= (double)s->live_objects * 0.5 * glibc_cost(s, c, pat, cl, warm);
     }
     *glibc_out = glibc;
     return memres;
@@ -262,7 +271,7 @@ static double saving_of(const struct msite *m, const struct mra_analysis *a, con
     if (!mc)
         return 0;
     double glibc;
-    double memres = memres_part(&m->s, mc, c, pat, r, &glibc);
+    double memres = memres_part(&m->s, mc, c, pat, r, timed_model(&m->s, th), &glibc);
     /* the calibration's loops are glibc at its warmest: a site's calls
      * cost at least that in the program, and a run's timed samples of
      * tiny calls can net below it once the fencing is taken off (a Lua
@@ -403,7 +412,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     double calib = 0;
     const double *mcr = memres_costs(c, r, m->thread_safe);
     if (mcr)
-        (void)memres_part(s, mcr, c, m->pattern, r, &calib);
+        (void)memres_part(s, mcr, c, m->pattern, r, timed_model(s, th), &calib);
     double timed = glibc_timed(s, r, c) * a->glibc_scale;
     if (timed_model(s, th) && timed >= calib)
         snprintf(costed, sizeof costed,
