@@ -112,25 +112,81 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 
 /* The route of a stack the plan tells by more than its first frame: the
  * walk (out of line: its frames' array stays off the common path). */
+/* Learns where the walk's frames fr[1..n-1] keep their return addresses:
+ * each the first slot above the last that holds it, within the thread's
+ * stack; f is left empty where one is not found. */
+static void fast_learn(struct tstate *ts, struct ident_fast *f, uintptr_t ra, uintptr_t cfa, const uint64_t *fr,
+                       unsigned n, unsigned route)
+{
+    f->n = 0;
+    uintptr_t hi = ts->walk.stk_hi, at = cfa;
+    if (cfa < ts->walk.stk_lo || cfa >= hi)
+        return;
+    for (unsigned i = 1; i < n; i++) {
+        uint64_t want = fr[i] + 1, v = 0;
+        while (at + 8 <= hi && at - cfa < ((uintptr_t)64 << 10)) {
+            memcpy(&v, (const void *)at, 8);
+            if (v == want)
+                break;
+            at += 8;
+        }
+        if (v != want)
+            return;
+        f->off[i] = (uint32_t)(at - cfa);
+        f->ret[i] = want;
+        at += 8;
+    }
+    f->ra = ra;
+    f->cfa = cfa;
+    f->route = route;
+    f->n = n;
+}
+
+/* Whether f holds the stack of this call. */
+static inline bool fast_is(const struct ident_fast *f, uintptr_t ra, uintptr_t cfa)
+{
+    if (f->ra != ra || f->cfa != cfa || f->n == 0)
+        return false;
+    bool same = true;
+    for (unsigned i = 1; i < f->n; i++) {
+        uint64_t v;
+        memcpy(&v, (const void *)(cfa + f->off[i]), 8);
+        same &= v == f->ret[i];
+    }
+    return same;
+}
+
 static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
 {
+    /* two ways: two stacks that reach the allocation from one return
+     * address at one depth (a request's temporaries and its response) */
+    size_t at = ((ra >> 4) ^ (cfa >> 4)) & (IDENT_FAST - 1);
+    struct ident_fast *f = &ts->fast[at], *g = &ts->fast[at ^ 1];
+    if (LIKELY(fast_is(f, ra, cfa)))
+        return f->route;
+    if (fast_is(g, ra, cfa))
+        return g->route;
+    if (f->n && f->ra == ra && f->cfa == cfa && (ts->fast_turn++ & 1))
+        f = g; /* both ways of this call: replace each in turn */
     uint64_t fr[MRA_MAX_DEPTH];
     unsigned n = mra_walk(&ts->walk, ra, cfa, fr, g_walk);
     if (UNLIKELY(n > IDENT_MEMO_DEPTH || n < 2))
         return mra_apply_route_of(fr, n);
     /* fr[0] is the planned first frame; the caller's frame tells the rest */
     struct ident_memo *m = &ts->memo[(fr[1] ^ (fr[1] >> 6) ^ (fr[n - 1] >> 3)) & (IDENT_MEMO - 1)];
-    if (LIKELY(m->n == n)) {
-        bool same = true;
-        for (unsigned i = 0; i < n; i++)
-            same &= m->fr[i] == fr[i];
-        if (LIKELY(same))
-            return m->route;
+    unsigned route;
+    bool same = m->n == n;
+    for (unsigned i = 0; same && i < n; i++)
+        same = m->fr[i] == fr[i];
+    if (LIKELY(same))
+        route = m->route;
+    else {
+        route = mra_apply_route_of(fr, n);
+        memcpy(m->fr, fr, n * sizeof fr[0]);
+        m->n = n;
+        m->route = route;
     }
-    unsigned route = mra_apply_route_of(fr, n);
-    memcpy(m->fr, fr, n * sizeof fr[0]);
-    m->n = n;
-    m->route = route;
+    fast_learn(ts, f, ra, cfa, fr, n, route);
     return route;
 }
 

@@ -133,9 +133,24 @@ struct ident_memo {
     uint32_t n, route;           /* n 0: empty */
 };
 
+/* A stack seen before from the same return address and CFA: its frames'
+ * return addresses are read where the walk found them and compared whole
+ * (independent loads, no frame-size look-ups); a miss walks.  Safe when
+ * wrong: any route serves any allocation, and a free finds its owner by
+ * the address. */
+#define IDENT_FAST 64u           /* entries per thread */
+struct ident_fast {
+    uintptr_t ra, cfa;
+    uint32_t n, route;           /* n 0: empty */
+    uint32_t off[IDENT_MEMO_DEPTH]; /* frame i's return address at cfa + off[i] */
+    uint64_t ret[IDENT_MEMO_DEPTH]; /* and its value */
+};
+
 struct tstate {
     struct mra_walker walk;
     struct ident_memo memo[IDENT_MEMO];
+    struct ident_fast fast[IDENT_FAST];
+    uint32_t fast_turn;
     struct tstate *next;         /* every thread's, for the stats */
     struct region reg[];         /* g_nroutes + 1 */
 };

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # advise/tests/apply.sh -- `memres-advise apply` keeps a program's output:
 #
-#   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... [--max-held BYTES] -- PROGRAM [ARGS...]
+#   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... [--max-held BYTES] [--kat-counts] -- PROGRAM [ARGS...]
 #
 # records PROGRAM and writes the plan of every site the rules name an
 # allocator for (--plan-candidates, --min-share 0: each kind of route gets
@@ -11,7 +11,10 @@
 # the plan routes something, and (--expect KIND) a route of each KIND was
 # planned and served allocations, and (--max-held) the routes held at most
 # BYTES at their peak (a plan that mixes a long-lived site into a short-lived
-# site's region keeps every block live).  Exit 77 (skipped) when PROGRAM is
+# site's region keeps every block live), and (--kat-counts) the routes served
+# exactly the allocations the known-answer program counts at its sites
+# ("KAT-COUNT NAME n" on its stderr, one route a site: a call identified as
+# another site's shows as a count off by it).  Exit 77 (skipped) when PROGRAM is
 # not installed.
 set -u
 advisor=$1 work=$2
@@ -19,11 +22,13 @@ shift 2
 stdin=/dev/null
 expect=()
 max_held=
+kat_counts=
 while [ $# -gt 0 ]; do
   case $1 in
     --stdin) stdin=$2; shift 2 ;;
     --expect) expect+=("$2"); shift 2 ;;
     --max-held) max_held=$2; shift 2 ;;
+    --kat-counts) kat_counts=1; shift ;;
     --) shift; break ;;
     *) echo "apply.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -57,6 +62,12 @@ done
 held=$(awk '$1 == "held_peak" { print $2 }' "$work/stats")
 if [ -n "$max_held" ] && [ "${held:-0}" -gt "$max_held" ]; then
   fail "the routes held $held bytes at their peak, more than $max_held ($work/plan, $work/stats)"
+fi
+if [ -n "$kat_counts" ]; then
+  want=$(awk '$1 == "KAT-COUNT" { print $3 }' "$work/native.err" | sort -n | tr '\n' ' ')
+  got=$(awk '$1 == "route" { print $5 }' "$work/stats" | sort -n | tr '\n' ' ')
+  [ -n "$want" ] && [ "$want" = "$got" ] \
+    || fail "the routes served [$got] allocations, the program counts [$want] at its sites ($work/stats)"
 fi
 echo "apply.sh: $(basename "$1"): same output and status ($native) under the plan; $routed allocations routed:"
 grep '^route' "$work/stats" | sed 's/^/  /'
