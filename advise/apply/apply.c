@@ -110,8 +110,6 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 
 /* ---- routing ---- */
 
-/* The route of a stack the plan tells by more than its first frame: the
- * walk (out of line: its frames' array stays off the common path). */
 /* Learns where the walk's frames fr[1..n-1] keep their return addresses:
  * each the first slot above the last that holds it, within the thread's
  * stack; f is left empty where one is not found. */
@@ -156,6 +154,9 @@ static inline bool fast_is(const struct ident_fast *f, uintptr_t ra, uintptr_t c
     return same;
 }
 
+/* The route of a stack the plan tells by more than its first frame: the
+ * stack seen before from this return address and CFA, else the walk (out
+ * of line: its frames' array stays off the common path). */
 static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
 {
     /* two ways: two stacks that reach the allocation from one return
