@@ -15,7 +15,10 @@
 # the runtime alone, every call identified and served by glibc, less the
 # plan's run, per round: what a change in the source would save, the
 # prediction's counterpart), what the zero-cost limit saves in
-# the same rounds, and the plan's peak RSS over glibc's.  Real programs
+# the same rounds, the plan's peak RSS over glibc's, and for a known-answer
+# program what the change in its source saves (its memres mode, which makes
+# the advised allocator's calls itself, against its malloc mode: CPU time,
+# median of ROUNDS paired rounds, lowest-highest).  Real programs
 # that are not installed are skipped: lua5.4, sqlite3, xmllint
 # (libxml2-utils) and jq, on inputs the script makes in a private folder.
 set -u
@@ -48,28 +51,55 @@ EOF
 printf 'CREATE TABLE params(n INTEGER);\nINSERT INTO params VALUES(1000);\n.read %s\n' \
   "$root/integrations/sqlite/tests/workload.sql" >"$work/sqlite.sql"
 
-echo "| program | plan | predicted | measured (lowest-highest round) | the allocators' saving (lowest-highest) | zero-cost limit | peak RSS / glibc |"
-echo "|---|---|---|---|---|---|---|"
+# What a known-answer program's memres mode saves against its malloc mode:
+# "S ms (LO-HI)" in CPU time (user + system), or "-" for another program.
+source_change() {
+  [ "$2" = malloc ] && [ "${1#"$kat"/}" != "$1" ] || { echo "-"; return; }
+  python3 - "$rounds" "$@" <<'PY'
+import os, subprocess, sys
+rounds, prog, args = int(sys.argv[1]), sys.argv[2], sys.argv[4:]
+def cpu(mode):
+    p = subprocess.Popen([prog, mode] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, ru = os.wait4(p.pid, 0)
+    return ru.ru_utime + ru.ru_stime
+saved = []
+for r in range(rounds):
+    if r % 2:  # the order alternates
+        b = cpu("memres")
+        a = cpu("malloc")
+    else:
+        a = cpu("malloc")
+        b = cpu("memres")
+    saved.append((a - b) * 1000)
+saved.sort()
+print("%.1f ms (%.1f-%.1f)" % (saved[len(saved) // 2], saved[0], saved[-1]))
+PY
+}
+
+echo "| program | plan | predicted | measured (lowest-highest round) | the allocators' saving (lowest-highest) | the source change (lowest-highest) | zero-cost limit | peak RSS / glibc |"
+echo "|---|---|---|---|---|---|---|---|"
 row() {
   local name=$1 input=$2
   shift 2
-  command -v "$1" >/dev/null 2>&1 || { echo "| $name | not installed | | | | | |"; return; }
+  command -v "$1" >/dev/null 2>&1 || { echo "| $name | not installed | | | | | | |"; return; }
   local rep=$work/report mode=""
   "$adv" measure --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
   if grep -q "the plan routes no site" "$rep"; then
     mode="*"
     "$adv" measure --plan-candidates --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
   fi
-  awk -v name="$name" -v mode="$mode" '
+  local src
+  src=$(source_change "$@")
+  awk -v name="$name" -v mode="$mode" -v src="$src" '
     /^  memres \(the plan\)/ { ratio = $5; spread = $6; saved = $7
                                 for (i = 1; i <= NF; i++) if ($i == "MiB") rss = $(i + 1) }
     /^  zero-cost limit/ { zratio = $4; zsaved = $6 }
     /^  the allocators. saving/ { asaved = $12; aspread = $14; sub(/,$/, "", aspread) }
     /^  the plan:/ { sites = $3; for (i = 1; i <= NF; i++) if ($i == "predicted") pred = $(i + 1) }
     END {
-      if (ratio == "") { printf "| %s | no plan run | | | | | |\n", name; exit }
-      printf "| %s | %s site%s%s | %s ms | %s ms = %.1f%% %s | %s ms %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
-             pred, saved, 100 * (1 - ratio), spread, asaved, aspread,
+      if (ratio == "") { printf "| %s | no plan run | | | | | | |\n", name; exit }
+      printf "| %s | %s site%s%s | %s ms | %s ms = %.1f%% %s | %s ms %s | %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
+             pred, saved, 100 * (1 - ratio), spread, asaved, aspread, src,
              zsaved == "" ? "-" : zsaved " ms = " sprintf("%.1f%%", 100 * (1 - zratio)), rss
     }' "$rep"
 }
