@@ -40,7 +40,7 @@ if [ "${MEMRES_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null; then
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     cmake make gcc g++ clang libclang-rt-14-dev pkg-config libcmocka-dev valgrind \
-    liblua5.4-dev lua5.4 libsqlite3-dev sqlite3 libdw-dev chromium >/dev/null
+    liblua5.4-dev lua5.4 libsqlite3-dev sqlite3 libdw-dev chromium libjemalloc2 libmimalloc2.0 >/dev/null
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)

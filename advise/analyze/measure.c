@@ -33,7 +33,7 @@
 
 #include "analysis.h"
 
-#define MAX_VARIANTS (6 + 2 * MRA_PLANNED_MAX)
+#define MAX_VARIANTS (7 + 2 * MRA_PLANNED_MAX)
 
 struct variant {
     char name[64];
@@ -47,6 +47,7 @@ struct variant {
     unsigned runs;
     bool output_differs, status_differs;
     char stats[4096];            /* the apply runtime's stats file */
+    char under[4200];            /* a plan over another malloc: "runtime:malloc" */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -116,7 +117,7 @@ static int run_variant(char **argv, struct variant *v, const char *apply_lib, in
     if (in >= 0)
         lseek(in, 0, SEEK_SET);
     struct mra_launch l = {
-        .preload = v->plan ? apply_lib : v->preload,
+        .preload = v->under[0] ? v->under : v->plan ? apply_lib : v->preload,
         .env = env,
         .in_fd = in >= 0 ? in : null,
         .out_fd = out,
@@ -240,13 +241,25 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     static const char *const je[] = { "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2",
                                       "/usr/local/lib/libjemalloc.so.2", NULL };
     const char *mip = o->other_mallocs ? find_malloc(mi) : NULL, *jep = o->other_mallocs ? find_malloc(je) : NULL;
+    unsigned mi_at = 0;
     if (mip) {
+        mi_at = nv;
         snprintf(vs[nv].name, sizeof vs[0].name, "mimalloc");
         vs[nv++].preload = mip;
     }
     if (jep) {
         snprintf(vs[nv].name, sizeof vs[0].name, "jemalloc");
         vs[nv++].preload = jep;
+    }
+    /* the plan over mimalloc: what the advised sites give beyond switching
+     * malloc (the runtime passes what it does not route to the malloc
+     * preloaded after it) */
+    unsigned over = 0;
+    if (mip) {
+        over = nv;
+        snprintf(vs[nv].name, sizeof vs[0].name, "the plan over mimalloc");
+        snprintf(vs[nv].under, sizeof vs[0].under, "%s:%s", apply_lib, mip);
+        vs[nv++].plan = plan;
     }
     /* the yardstick: a malloc whose free does nothing (tests/zerocost.c) */
     const char *zc = getenv("MEMRES_ADVISE_ZEROCOST");
@@ -370,6 +383,16 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
                 "  what a change in the source would save, against the predicted %.1f ms (%.2fx)\n",
                 (rt - 1) * g / 1e6, rt, rlo, rhi, a * g / 1e6, alo * g / 1e6, ahi * g / 1e6, pl->predicted_ns / 1e6,
                 a > 0 ? pl->predicted_ns / (a * g) : 0);
+        if (over) {
+            /* mimalloc's run less the plan's over it, per round */
+            for (unsigned r = 0; r < vs[over].runs; r++)
+                alloc[r] = vs[mi_at].ratio[r] - vs[over].ratio[r];
+            a = median(alloc, vs[over].runs, &alo, &ahi);
+            fprintf(f,
+                    "  the plan over mimalloc against mimalloc alone (what the advised sites give beyond switching\n"
+                    "  malloc, per round): %.1f ms saved (%.1f-%.1f)\n",
+                    a * g / 1e6, alo * g / 1e6, ahi * g / 1e6);
+        }
         if (first_site < nv) {
             fprintf(f, "\n  per site (its plan alone):\n");
             for (unsigned i = first_site; i < nv; i++) {

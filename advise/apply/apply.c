@@ -44,6 +44,13 @@ static pthread_key_t g_key;
 static char g_stats_path[4096];
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static size_t (*real_usable)(void *);
+/* The malloc after the runtime: glibc's, or one preloaded after it
+ * (`measure` runs the plan over mimalloc: LD_PRELOAD=runtime:mimalloc).
+ * glibc's until start-up looks them up (dlsym may allocate). */
+static void *(*next_malloc)(size_t) = __libc_malloc;
+static void *(*next_calloc)(size_t, size_t) = __libc_calloc;
+static void *(*next_realloc)(void *, size_t) = __libc_realloc;
+static void (*next_free)(void *) = __libc_free;
 
 /* The walk that identifies a stack is timed on one call in IDENT_SAMPLE,
  * less the least time of an empty pair of clock reads (a call that its
@@ -248,7 +255,7 @@ static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero
             }
         }
     }
-    return zero ? __libc_calloc(1, n) : __libc_malloc(n);
+    return zero ? next_calloc(1, n) : next_malloc(n);
 }
 
 EXPORT void *malloc(size_t n)
@@ -273,7 +280,7 @@ EXPORT void free(void *p)
     if (mra_is_region(p))
         mra_range_free(p);
     else
-        __libc_free(p);
+        next_free(p);
 }
 
 /* p's bytes, its route and its size, or 0 for glibc's. */
@@ -293,7 +300,7 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
     size_t old;
     unsigned route = owner_of(p, &old);
     if (route == 0)
-        return __libc_realloc(p, n);
+        return next_realloc(p, n);
     if (n == 0) { /* glibc: frees, returns NULL */
         free(p);
         return NULL;
@@ -307,7 +314,7 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
     struct tstate *ts = get_ts();
     void *q = ts ? route_alloc(ts, route, n) : NULL;
     if (!q)
-        q = __libc_malloc(n);
+        q = next_malloc(n);
     if (q) {
         memcpy(q, p, old < n ? old : n);
         mra_range_free(p);
@@ -361,6 +368,19 @@ static bool routes_make(void)
     return true;
 }
 
+/* The next malloc family (RTLD_NEXT), each kept glibc's where not found. */
+static void next_lookup(void)
+{
+    void *m = dlsym(RTLD_NEXT, "malloc"), *c = dlsym(RTLD_NEXT, "calloc"), *r = dlsym(RTLD_NEXT, "realloc"),
+         *f = dlsym(RTLD_NEXT, "free");
+    if (!m || !c || !r || !f)
+        return; /* all four from one allocator, or glibc's */
+    memcpy(&next_malloc, &m, sizeof m);
+    memcpy(&next_calloc, &c, sizeof c);
+    memcpy(&next_realloc, &r, sizeof r);
+    memcpy(&next_free, &f, sizeof f);
+}
+
 __attribute__((constructor(101))) static void apply_init(void)
 {
     tls_guard++;
@@ -383,6 +403,7 @@ __attribute__((constructor(101))) static void apply_init(void)
             unsetenv("LD_PRELOAD");
     }
     real_usable = mra_next_usable();
+    next_lookup();
     g_clock_cost = UINT64_MAX;
     for (int i = 0; i < 64; i++) {
         uint64_t t0 = mra_mono_ns(), d = mra_mono_ns() - t0;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # advise/tests/apply.sh -- `memres-advise apply` keeps a program's output:
 #
-#   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... [--max-held BYTES] [--kat-counts] -- PROGRAM [ARGS...]
+#   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... [--max-held BYTES] [--kat-counts]
+#            [--under LIB] -- PROGRAM [ARGS...]
 #
 # records PROGRAM and writes the plan of every site the rules name an
 # allocator for (--plan-candidates, --min-share 0: each kind of route gets
@@ -14,8 +15,10 @@
 # site's region keeps every block live), and (--kat-counts) the routes served
 # exactly the allocations the known-answer program counts at its sites
 # ("KAT-COUNT NAME n" on its stderr, one route a site: a call identified as
-# another site's shows as a count off by it).  Exit 77 (skipped) when PROGRAM is
-# not installed.
+# another site's shows as a count off by it).  --under LIB: the native and
+# the applied runs with the malloc LIB preloaded (after the runtime: every
+# call the plan does not route, and every pointer it did not hand out, goes
+# to LIB).  Exit 77 (skipped) when PROGRAM or LIB is not installed.
 set -u
 advisor=$1 work=$2
 shift 2
@@ -23,12 +26,14 @@ stdin=/dev/null
 expect=()
 max_held=
 kat_counts=
+under=
 while [ $# -gt 0 ]; do
   case $1 in
     --stdin) stdin=$2; shift 2 ;;
     --expect) expect+=("$2"); shift 2 ;;
     --max-held) max_held=$2; shift 2 ;;
     --kat-counts) kat_counts=1; shift ;;
+    --under) under=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "apply.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -37,6 +42,14 @@ if ! command -v "$1" >/dev/null 2>&1; then
   echo "apply.sh: $1 is not installed: skipped"
   exit 77
 fi
+if [ -n "$under" ] && [ ! -r "$under" ]; then
+  echo "apply.sh: $under is not installed: skipped"
+  exit 77
+fi
+# the runs under test, natively and applied: with LIB preloaded (the runtime
+# puts itself in front of the caller's LD_PRELOAD)
+under_env=()
+[ -n "$under" ] && under_env=(env "LD_PRELOAD=$under")
 rm -rf "$work"
 mkdir -p "$work"
 fail() { echo "apply.sh: FAIL: $*" >&2; exit 1; }
@@ -45,9 +58,10 @@ fail() { echo "apply.sh: FAIL: $*" >&2; exit 1; }
   <"$stdin" >"$work/recorded.out" 2>"$work/recorded.err"
 recorded=$?
 [ -s "$work/plan" ] || fail "no plan was written (status $recorded; $work/recorded.err)"
-"$@" <"$stdin" >"$work/native.out" 2>"$work/native.err"
+"${under_env[@]}" "$@" <"$stdin" >"$work/native.out" 2>"$work/native.err"
 native=$?
-"$advisor" apply "$work/plan" --stats "$work/stats" -- "$@" <"$stdin" >"$work/applied.out" 2>"$work/applied.err"
+"${under_env[@]}" "$advisor" apply "$work/plan" --stats "$work/stats" -- "$@" <"$stdin" >"$work/applied.out" \
+  2>"$work/applied.err"
 applied=$?
 [ $native -eq $applied ] || fail "exit status $native natively, $applied under the plan ($work/applied.err)"
 [ $recorded -eq $native ] || fail "exit status $native natively, $recorded under the recorder"
