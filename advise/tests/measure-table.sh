@@ -21,6 +21,7 @@
 # median of ROUNDS paired rounds, lowest-highest).  Real programs
 # that are not installed are skipped: lua5.4, sqlite3, xmllint
 # (libxml2-utils) and jq, on inputs the script makes in a private folder.
+# MEASURE_TABLE_KEEP=DIR keeps each program's whole report in DIR.
 set -u
 build=$(cd "$1" && pwd)
 rounds=${2:-5}
@@ -88,6 +89,7 @@ row() {
     mode="*"
     "$adv" measure --plan-candidates --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
   fi
+  [ -n "${MEASURE_TABLE_KEEP:-}" ] && mkdir -p "$MEASURE_TABLE_KEEP" && cp "$rep" "$MEASURE_TABLE_KEEP/${name%% *}.txt"
   local src
   src=$(source_change "$@")
   awk -v name="$name" -v mode="$mode" -v src="$src" '
