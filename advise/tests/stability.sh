@@ -22,8 +22,15 @@ for i in range(1, n + 1):
     sites = {}
     for s in d['sites']:
         f = s['frames'][0] if s['frames'] else {}
-        key = '%s:%s' % ((f.get('file') or f.get('function')), f.get('line') or f.get('offset'))
-        if not (f.get('file') or f.get('function')): continue
+        if f.get('file') or f.get('function'):
+            key = '%s:%s' % ((f.get('file') or f.get('function')), f.get('line') or f.get('offset'))
+        elif f.get('module'):
+            # no symbols: the module offsets of the site's frames (a wrapper's
+            # first frame is every site's)
+            key = ' '.join('%s+%x' % (g.get('module', '?').rsplit('/', 1)[-1], g.get('offset') or 0)
+                           for g in s['frames'][:4])
+        else:
+            continue
         sites.setdefault(key, []).append((s['recommendation'], s['candidate'], bool(s.get('near_threshold'))))
     runs.append(sites)
 keys = set().union(*runs)
@@ -36,6 +43,6 @@ for k in sorted(keys):
     shown += 1
     same = len(set(x[0] for x in recs)) == 1
     if not same: flips += 1
-    print('%-40s %s%s' % (k[-40:], ' '.join(x[0] + ('~' if x[2] else '') for x in recs), '' if same else '  <- differs'))
+    print('%-40s %s%s' % (k[-60:], ' '.join(x[0] + ('~' if x[2] else '') for x in recs), '' if same else '  <- differs'))
 print('sites shown %d, differing %d' % (shown, flips))
 PY
