@@ -201,6 +201,7 @@ static NOINLINE void sk_learn(struct tstate *ts, uintptr_t cfa, const uint64_t *
     if (ep != ts->sk_epoch) {
         memset(ts->sk_shape, 0, sizeof ts->sk_shape);
         memset(ts->sk, 0, sizeof ts->sk);
+        memset(ts->sk_next, 0, sizeof ts->sk_next);
         ts->sk_epoch = ep;
     }
     if (n == 0 || n > SK_FRAMES)
@@ -236,12 +237,13 @@ static NOINLINE void sk_learn(struct tstate *ts, uintptr_t cfa, const uint64_t *
     for (unsigned i = 0; i < n; i++)
         v[i] = fr[i] + 1;
     uint64_t h = sk_hash(v, n);
-    struct sk_set *set = &ts->sk[h >> (64 - SK_SET_BITS)];
+    unsigned ki = (unsigned)(h >> (64 - SK_SET_BITS));
+    struct sk_set *set = &ts->sk[ki];
     uint32_t tag = sk_tag(h);
     if (sk_way(set, tag, sh.sig, v, n) != SK_WAYS)
         return; /* known: walked for the unwinder's check */
-    unsigned k = set->next;
-    set->next = (k + 1) % SK_WAYS;
+    unsigned k = ts->sk_next[ki];
+    ts->sk_next[ki] = (uint8_t)((k + 1) % SK_WAYS);
     set->tag[k] = tag;
     set->sig[k] = sh.sig;
     set->site[k] = site;

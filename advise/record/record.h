@@ -361,21 +361,28 @@ struct lstats {
     uint64_t hist_ns[MRA_HIST];
 };
 
+/* Laid out for the cache: a thread's lsite is 64-byte aligned
+ * (mrr_imalloc_lines), its first line holds what every allocation and free
+ * reads (the group's ring head and burst, the most frequent size), the ring
+ * its own line, and the counters of s its first two lines; with thousands
+ * of sites (a recursion's stacks) each line is a likely cache miss. */
 struct lsite {
-    struct lstats s;
-    uint32_t rhead, rcount;      /* births of this thread's recent live objects */
-    uint64_t rlost, rlast_pop;
-    uint64_t ring[RING];
-    uint64_t tr_last_size;       /* trace: the last ALLOC size at this site */
     struct lsite *grp;           /* this thread's lsite of the site's group (itself, or
                                     the group's first site): its ring and bursts */
+    uint32_t nsz, rcount;        /* sizes in sz; live births in ring */
+    uint32_t rhead, burst_n;     /* the ring's oldest; frees in the thread's current burst */
+    uint32_t burst_epoch, counted; /* the burst's number (0: none); counted in alloc_threads */
+    uint64_t rlast_pop;          /* the birth the ring gave last */
     uint64_t burst_min;          /* the oldest birth freed in the thread's current burst */
-    uint32_t burst_n, burst_epoch; /* frees in it; the burst's number (0: none) */
-    uint32_t nsz, sz_overflow;
+    struct mra_size_count sz[LSIZES]; /* the first in line 0 */
+    uint64_t rlost;              /* births pushed off the ring, still live */
+    uint64_t tr_last_size;       /* trace: the last ALLOC size at this site */
     uint64_t sz_other;
-    uint32_t counted;            /* counted in alloc_threads */
-    struct mra_size_count sz[LSIZES];
+    uint32_t sz_overflow;
+    _Alignas(64) uint64_t ring[RING]; /* births of this thread's recent live objects */
+    _Alignas(64) struct lstats s;
 };
+_Static_assert(offsetof(struct lsite, sz) + sizeof(struct mra_size_count) <= 64, "sz[0] in line 0");
 
 /* The stack cache (record.c's stack_site): an allocation's stack seen
  * before is known again from its return addresses read where the last walk
@@ -398,8 +405,9 @@ struct sk_set {
     uint32_t site[SK_WAYS];
     uint64_t sig[SK_WAYS];       /* the shape it was read with */
     uint64_t ra[SK_WAYS][SK_FRAMES]; /* the return addresses */
-    uint32_t next, pad_;         /* the way the next stack learnt replaces */
 };
+/* tag and site one cache line, sig one, each way's stack one */
+_Static_assert(sizeof(struct sk_set) % 64 == 0, "sk_set: whole cache lines");
 
 struct tstate {
     uint32_t index;
@@ -423,7 +431,8 @@ struct tstate {
     uint32_t sk_epoch;           /* the frame sizes' epoch the stack cache holds */
     uint32_t sk_shape_next[1u << SK_SHAPE_BITS]; /* the way a new shape replaces */
     struct sk_shape sk_shape[1u << SK_SHAPE_BITS][SK_SHAPE_WAYS];
-    struct sk_set sk[1u << SK_SET_BITS];
+    uint8_t sk_next[1u << SK_SET_BITS]; /* the way of a set the next stack learnt replaces */
+    _Alignas(64) struct sk_set sk[1u << SK_SET_BITS];
 };
 
 /* The time of an event: the clock (rdtsc: about 30 ns on this project's
@@ -537,6 +546,7 @@ static inline bool recording(void)
 /* state.c: the recorder's own memory */
 void mrr_rec_mem_add(int64_t d);
 void *mrr_imalloc(size_t n);             /* zeroed, counted */
+void *mrr_imalloc_lines(size_t n);       /* the same, 64-byte aligned */
 void mrr_ifree(void *p, size_t n);
 void *mrr_imap(size_t n);                /* zeroed pages, NULL on failure */
 void *mrr_imap_populated(size_t n);      /* the same, faulted in by one system call */

@@ -87,6 +87,16 @@ void *mrr_imalloc(size_t n)
     return p;
 }
 
+void *mrr_imalloc_lines(size_t n)
+{
+    void *p = __libc_memalign(64, n);
+    if (p) {
+        memset(p, 0, n);
+        mrr_rec_mem_add((int64_t)n);
+    }
+    return p;
+}
+
 void mrr_ifree(void *p, size_t n)
 {
     if (p) {

@@ -16,7 +16,7 @@ COLD struct tstate *mrr_thread_register(void)
         return NULL;
     int e = errno;
     size_t tb = mrr_tstate_bytes();
-    struct tstate *ts = mrr_imalloc(tb);
+    struct tstate *ts = mrr_imalloc_lines(tb);
     if (!ts) {
         errno = e;
         return NULL;
@@ -62,7 +62,7 @@ COLD struct lsite *mrr_lsite_slow(struct tstate *ts, uint32_t site)
         ts->ls = a;
         ts->lcap = nc;
     }
-    struct lsite *l = mrr_imalloc(sizeof *l);
+    struct lsite *l = mrr_imalloc_lines(sizeof *l);
     if (l) {
         lsite_reset(l);
         ts->ls[site] = l;
