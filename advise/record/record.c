@@ -107,21 +107,24 @@ static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsign
  * every size below 256 words.  The walker's check against the unwinder
  * counts the cached stacks too, and takes the slow path when due. */
 
-/* Whether stacks are cached: the cached walk's mode, 2..SK_FRAMES frames. */
+/* Whether stacks are cached (start.c sets g_sk_on). */
 static inline bool sk_on(void)
 {
-    return g_stack_mode == STACK_CACHE && g_depth - 2u < SK_FRAMES - 1u;
+    return g_sk_on;
 }
 
-/* The hash of return addresses v[0..n): each rotated by its own amount,
- * so that the stacks that differ by the same few frames (a recursion's
- * left and right calls) differ in separate bits, then mixed by one
- * multiply whose top bits pick the set. */
+/* The hash of return addresses v[0..n): each frame weighed by 8 to the
+ * power of its distance from the last (one lea a frame; rotations cost
+ * two instructions), so that stacks differing by the same few frames (a
+ * recursion's left and right calls, return addresses a few bytes apart)
+ * differ by distinct sums, then mixed by one multiply whose top bits pick
+ * the set.  Only the set and the tag depend on it: stacks are compared
+ * whole. */
 static inline __attribute__((always_inline)) uint64_t sk_hash(const uint64_t *v, unsigned n)
 {
     uint64_t h = v[0];
     for (unsigned i = 1; i < n; i++)
-        h ^= v[i] << (9 * i) | v[i] >> (64 - 9 * i);
+        h = h * 8u + v[i];
     h *= UINT64_C(0x9E3779B97F4A7C15);
     return h ^ h >> 29;
 }
@@ -183,9 +186,10 @@ static inline uint32_t sk_find(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
             return 0;
         sh++;
     }
+    /* no bounds check: sk_learn kept the shape only with its slots inside
+     * the thread's stack, whose bounds do not change, and the shape is
+     * found by its CFA, so the same slots are read */
     unsigned n = (unsigned)(sh->sig & 15u);
-    if (UNLIKELY(cfa < w->stk_lo || cfa + sh->off[n - 1] + 8u > w->stk_hi))
-        return 0;
     /* the full depth unrolled: the common case */
     uint32_t site = LIKELY(n == SK_FRAMES) ? sk_read(ts, sh, cfa, SK_FRAMES) : sk_read(ts, sh, cfa, n);
     if (site != 0)

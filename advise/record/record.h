@@ -137,6 +137,7 @@ enum { STACK_CACHE, STACK_UNWIND, STACK_FP, STACK_RA };
 extern _Atomic int g_state;
 extern int g_stack_mode;
 extern unsigned g_depth;
+extern bool g_sk_on;                     /* stacks cached (record.c), set at start-up */
 extern uint64_t g_secret;
 extern _Atomic int g_multi;              /* a second thread has recorded */
 extern _Atomic uint64_t g_tick;      /* the allocation clock */

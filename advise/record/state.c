@@ -11,6 +11,7 @@
 _Atomic int g_state = ST_INIT;
 int g_stack_mode = STACK_CACHE;
 unsigned g_depth = 4u + MRA_FOLD_EXTRA;
+bool g_sk_on;
 uint64_t g_secret;
 _Atomic int g_multi;              /* a second thread has recorded */
 _Atomic uint64_t g_tick = 1;      /* the allocation clock */
