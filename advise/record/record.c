@@ -342,6 +342,8 @@ static inline void live_sub(struct gsite *g, uint64_t n)
     cnt_add(&g_live_bytes, (uint64_t)0 - n);
 }
 
+/* Counts size n in l's sizes; the size range follows the sizes not in
+ * them (the table and the range are reset together). */
 static inline void size_note(struct lsite *l, uint64_t n)
 {
     if (LIKELY(l->nsz != 0 && l->sz[0].size == n)) {
@@ -358,6 +360,10 @@ static inline void size_note(struct lsite *l, uint64_t n)
             return;
         }
     }
+    if (n < l->s.min_size)
+        l->s.min_size = n;
+    if (n > l->s.max_size)
+        l->s.max_size = n;
     if (l->nsz < LSIZES) {
         l->sz[l->nsz].size = n;
         l->sz[l->nsz].count = 1;
@@ -406,14 +412,9 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
     if (UNLIKELY(!l))
         return;
     struct lstats *s = &l->s;
-    s->allocations++;
-    s->bytes += n;
-    if (n < s->min_size)
-        s->min_size = n;
-    if (n > s->max_size)
-        s->max_size = n;
-    if (UNLIKELY(s->first_tick == 0))
+    if (UNLIKELY(s->allocations++ == 0))
         s->first_tick = tick;
+    s->bytes += n;
     s->last_tick = tick;
     if (align > 16)
         s->aligned++;

@@ -345,12 +345,14 @@ static inline size_t glibc_usable(void *raw)
 /* ---- per-thread and per-site state ---- */
 
 /* One thread's figures for one site: the fields of struct mra_site_stats
- * it adds up, those of every allocation and free first (a few cache lines
- * per site in the hot path). */
+ * it adds up, the eight that every allocation and free counts first (one
+ * cache line: the size range and the first tick change only with a new
+ * size or on the first allocation). */
 struct lstats {
-    uint64_t allocations, bytes, min_size, max_size, first_tick, last_tick;
-    uint64_t frees, freed_bytes, lifetime_ticks_sum, lifetime_ns_sum;
-    uint64_t freed_together, stack_like, remote_frees, aligned;
+    uint64_t allocations, bytes, last_tick, frees, freed_bytes, lifetime_ticks_sum, lifetime_ns_sum;
+    uint64_t stack_like;
+    uint64_t min_size, max_size, first_tick;
+    uint64_t freed_together, remote_frees, aligned;
     uint64_t reallocs, realloc_moves, realloc_chain_max;
     int64_t glibc_time;          /* sampled time in glibc for the site's objects (clock units, weighed) */
     uint64_t glibc_samples;
