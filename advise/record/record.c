@@ -139,6 +139,25 @@ static inline unsigned sk_shape_set(uintptr_t ra, uintptr_t cfa)
     return (unsigned)(((ra ^ cfa * 8u) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SK_SHAPE_BITS));
 }
 
+/* Whether the stacks a[0..n) and b[0..n) are the same; the full depth
+ * two frames at a time (a a way's, 64-byte aligned; b 16-byte aligned). */
+static inline __attribute__((always_inline)) bool sk_same(const uint64_t *a, const uint64_t *b, unsigned n)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    if (n == SK_FRAMES) {
+        __m128i d = _mm_setzero_si128();
+        for (unsigned i = 0; i < SK_FRAMES; i += 2)
+            d = _mm_or_si128(d, _mm_xor_si128(_mm_load_si128((const __m128i *)(const void *)(a + i)),
+                                              _mm_load_si128((const __m128i *)(const void *)(b + i))));
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) == 0xffff;
+    }
+#endif
+    uint64_t diff = 0;
+    for (unsigned i = 0; i < n; i++)
+        diff |= a[i] ^ b[i];
+    return diff == 0;
+}
+
 /* The way of set that holds the stack v[0..n) read with shape sig, or
  * SK_WAYS. */
 static inline __attribute__((always_inline)) unsigned sk_way(const struct sk_set *set, uint32_t tag, uint64_t sig, const uint64_t *v, unsigned n)
@@ -146,10 +165,7 @@ static inline __attribute__((always_inline)) unsigned sk_way(const struct sk_set
     for (unsigned k = 0; k < SK_WAYS; k++) {
         if (set->tag[k] != tag || set->sig[k] != sig)
             continue;
-        uint64_t diff = 0;
-        for (unsigned i = 0; i < n; i++)
-            diff |= set->ra[k][i] ^ v[i];
-        if (diff == 0)
+        if (sk_same(set->ra[k], v, n))
             return k;
     }
     return SK_WAYS;
@@ -160,7 +176,7 @@ static inline __attribute__((always_inline)) unsigned sk_way(const struct sk_set
 static inline __attribute__((always_inline)) uint32_t sk_read(const struct tstate *ts, const struct sk_shape *sh,
                                                               uintptr_t cfa, unsigned n)
 {
-    uint64_t v[SK_FRAMES];
+    _Alignas(16) uint64_t v[SK_FRAMES];
     v[0] = sh->ra;
     for (unsigned i = 1; i < n; i++)
         memcpy(&v[i], (const void *)(cfa + sh->off[i]), 8);
@@ -237,7 +253,7 @@ static NOINLINE void sk_learn(struct tstate *ts, uintptr_t cfa, const uint64_t *
         ts->sk_shape_next[si] = (way + 1) % SK_SHAPE_WAYS;
     }
     shapes[way] = sh;
-    uint64_t v[SK_FRAMES];
+    _Alignas(16) uint64_t v[SK_FRAMES];
     for (unsigned i = 0; i < n; i++)
         v[i] = fr[i] + 1;
     uint64_t h = sk_hash(v, n);
