@@ -364,11 +364,12 @@ struct lstats {
     uint64_t hist_ns[MRA_HIST];
 };
 
-/* Laid out for the cache: a thread's lsite is 64-byte aligned
- * (mrr_imalloc_lines), its first line holds what every allocation and free
- * reads (the group's ring head and burst, the most frequent size), the ring
- * its own line, and the counters of s its first two lines; with thousands
- * of sites (a recursion's stacks) each line is a likely cache miss. */
+/* Laid out for the cache: a thread's lsite is 64-byte aligned (carved
+ * from the thread's chunks: threads.c), its first line holds what every
+ * allocation and free reads (the group's ring head and burst, the most
+ * frequent size), the ring its own line, the counters of s the first line
+ * of s; with thousands of sites (a recursion's stacks) each line is a
+ * likely cache miss. */
 struct lsite {
     struct lsite *grp;           /* this thread's lsite of the site's group (itself, or
                                     the group's first site): its ring and bursts */
@@ -386,6 +387,7 @@ struct lsite {
     _Alignas(64) struct lstats s;
 };
 _Static_assert(offsetof(struct lsite, sz) + sizeof(struct mra_size_count) <= 64, "sz[0] in line 0");
+_Static_assert(sizeof(struct lsite) % 64 == 0, "lsite: whole cache lines");
 
 /* The stack cache (record.c's stack_site): an allocation's stack seen
  * before is known again from its return addresses read where the last walk
@@ -423,6 +425,9 @@ struct tstate {
     struct sc_ent { uint64_t hash; uint64_t site; } sc[SC_SIZE]; /* hash -> site (frames_hash) */
     struct lsite **ls;
     uint32_t lcap;
+    char *lmem, *lend;           /* the free part of the last of the lsites' chunks */
+    void *lchunks;               /* the lsites' chunks (threads.c), a list */
+    size_t lchunk_next;          /* the size of the next */
     int rounds;
     struct tstate *next, *prev;
     uint8_t *tbuf;
