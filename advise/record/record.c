@@ -107,21 +107,24 @@ static inline uint32_t site_lookup(struct tstate *ts, const uint64_t *fr, unsign
  * every size below 256 words.  The walker's check against the unwinder
  * counts the cached stacks too, and takes the slow path when due. */
 
-/* Whether stacks are cached: the cached walk's mode, 2..SK_FRAMES frames. */
+/* Whether stacks are cached (start.c sets g_sk_on). */
 static inline bool sk_on(void)
 {
-    return g_stack_mode == STACK_CACHE && g_depth - 2u < SK_FRAMES - 1u;
+    return g_sk_on;
 }
 
-/* The hash of return addresses v[0..n): each rotated by its own amount,
- * so that the stacks that differ by the same few frames (a recursion's
- * left and right calls) differ in separate bits, then mixed by one
- * multiply whose top bits pick the set. */
+/* The hash of return addresses v[0..n): each frame weighed by 8 to the
+ * power of its distance from the last (one lea a frame; rotations cost
+ * two instructions), so that stacks differing by the same few frames (a
+ * recursion's left and right calls, return addresses a few bytes apart)
+ * differ by distinct sums, then mixed by one multiply whose top bits pick
+ * the set.  Only the set and the tag depend on it: stacks are compared
+ * whole. */
 static inline __attribute__((always_inline)) uint64_t sk_hash(const uint64_t *v, unsigned n)
 {
     uint64_t h = v[0];
     for (unsigned i = 1; i < n; i++)
-        h ^= v[i] << (9 * i) | v[i] >> (64 - 9 * i);
+        h = h * 8u + v[i];
     h *= UINT64_C(0x9E3779B97F4A7C15);
     return h ^ h >> 29;
 }
@@ -136,6 +139,25 @@ static inline unsigned sk_shape_set(uintptr_t ra, uintptr_t cfa)
     return (unsigned)(((ra ^ cfa * 8u) * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SK_SHAPE_BITS));
 }
 
+/* Whether the stacks a[0..n) and b[0..n) are the same; the full depth
+ * two frames at a time (a a way's, 64-byte aligned; b 16-byte aligned). */
+static inline __attribute__((always_inline)) bool sk_same(const uint64_t *a, const uint64_t *b, unsigned n)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+    if (n == SK_FRAMES) {
+        __m128i d = _mm_setzero_si128();
+        for (unsigned i = 0; i < SK_FRAMES; i += 2)
+            d = _mm_or_si128(d, _mm_xor_si128(_mm_load_si128((const __m128i *)(const void *)(a + i)),
+                                              _mm_load_si128((const __m128i *)(const void *)(b + i))));
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) == 0xffff;
+    }
+#endif
+    uint64_t diff = 0;
+    for (unsigned i = 0; i < n; i++)
+        diff |= a[i] ^ b[i];
+    return diff == 0;
+}
+
 /* The way of set that holds the stack v[0..n) read with shape sig, or
  * SK_WAYS. */
 static inline __attribute__((always_inline)) unsigned sk_way(const struct sk_set *set, uint32_t tag, uint64_t sig, const uint64_t *v, unsigned n)
@@ -143,10 +165,7 @@ static inline __attribute__((always_inline)) unsigned sk_way(const struct sk_set
     for (unsigned k = 0; k < SK_WAYS; k++) {
         if (set->tag[k] != tag || set->sig[k] != sig)
             continue;
-        uint64_t diff = 0;
-        for (unsigned i = 0; i < n; i++)
-            diff |= set->ra[k][i] ^ v[i];
-        if (diff == 0)
+        if (sk_same(set->ra[k], v, n))
             return k;
     }
     return SK_WAYS;
@@ -157,7 +176,7 @@ static inline __attribute__((always_inline)) unsigned sk_way(const struct sk_set
 static inline __attribute__((always_inline)) uint32_t sk_read(const struct tstate *ts, const struct sk_shape *sh,
                                                               uintptr_t cfa, unsigned n)
 {
-    uint64_t v[SK_FRAMES];
+    _Alignas(16) uint64_t v[SK_FRAMES];
     v[0] = sh->ra;
     for (unsigned i = 1; i < n; i++)
         memcpy(&v[i], (const void *)(cfa + sh->off[i]), 8);
@@ -183,9 +202,10 @@ static inline uint32_t sk_find(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
             return 0;
         sh++;
     }
+    /* no bounds check: sk_learn kept the shape only with its slots inside
+     * the thread's stack, whose bounds do not change, and the shape is
+     * found by its CFA, so the same slots are read */
     unsigned n = (unsigned)(sh->sig & 15u);
-    if (UNLIKELY(cfa < w->stk_lo || cfa + sh->off[n - 1] + 8u > w->stk_hi))
-        return 0;
     /* the full depth unrolled: the common case */
     uint32_t site = LIKELY(n == SK_FRAMES) ? sk_read(ts, sh, cfa, SK_FRAMES) : sk_read(ts, sh, cfa, n);
     if (site != 0)
@@ -201,6 +221,7 @@ static NOINLINE void sk_learn(struct tstate *ts, uintptr_t cfa, const uint64_t *
     if (ep != ts->sk_epoch) {
         memset(ts->sk_shape, 0, sizeof ts->sk_shape);
         memset(ts->sk, 0, sizeof ts->sk);
+        memset(ts->sk_next, 0, sizeof ts->sk_next);
         ts->sk_epoch = ep;
     }
     if (n == 0 || n > SK_FRAMES)
@@ -232,16 +253,17 @@ static NOINLINE void sk_learn(struct tstate *ts, uintptr_t cfa, const uint64_t *
         ts->sk_shape_next[si] = (way + 1) % SK_SHAPE_WAYS;
     }
     shapes[way] = sh;
-    uint64_t v[SK_FRAMES];
+    _Alignas(16) uint64_t v[SK_FRAMES];
     for (unsigned i = 0; i < n; i++)
         v[i] = fr[i] + 1;
     uint64_t h = sk_hash(v, n);
-    struct sk_set *set = &ts->sk[h >> (64 - SK_SET_BITS)];
+    unsigned ki = (unsigned)(h >> (64 - SK_SET_BITS));
+    struct sk_set *set = &ts->sk[ki];
     uint32_t tag = sk_tag(h);
     if (sk_way(set, tag, sh.sig, v, n) != SK_WAYS)
         return; /* known: walked for the unwinder's check */
-    unsigned k = set->next;
-    set->next = (k + 1) % SK_WAYS;
+    unsigned k = ts->sk_next[ki];
+    ts->sk_next[ki] = (uint8_t)((k + 1) % SK_WAYS);
     set->tag[k] = tag;
     set->sig[k] = sh.sig;
     set->site[k] = site;
@@ -336,6 +358,8 @@ static inline void live_sub(struct gsite *g, uint64_t n)
     cnt_add(&g_live_bytes, (uint64_t)0 - n);
 }
 
+/* Counts size n in l's sizes; the size range follows the sizes not in
+ * them (the table and the range are reset together). */
 static inline void size_note(struct lsite *l, uint64_t n)
 {
     if (LIKELY(l->nsz != 0 && l->sz[0].size == n)) {
@@ -352,6 +376,10 @@ static inline void size_note(struct lsite *l, uint64_t n)
             return;
         }
     }
+    if (n < l->s.min_size)
+        l->s.min_size = n;
+    if (n > l->s.max_size)
+        l->s.max_size = n;
     if (l->nsz < LSIZES) {
         l->sz[l->nsz].size = n;
         l->sz[l->nsz].count = 1;
@@ -400,14 +428,9 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
     if (UNLIKELY(!l))
         return;
     struct lstats *s = &l->s;
-    s->allocations++;
-    s->bytes += n;
-    if (n < s->min_size)
-        s->min_size = n;
-    if (n > s->max_size)
-        s->max_size = n;
-    if (UNLIKELY(s->first_tick == 0))
+    if (UNLIKELY(s->allocations++ == 0))
         s->first_tick = tick;
+    s->bytes += n;
     s->last_tick = tick;
     if (align > 16)
         s->aligned++;

@@ -137,6 +137,7 @@ enum { STACK_CACHE, STACK_UNWIND, STACK_FP, STACK_RA };
 extern _Atomic int g_state;
 extern int g_stack_mode;
 extern unsigned g_depth;
+extern bool g_sk_on;                     /* stacks cached (record.c), set at start-up */
 extern uint64_t g_secret;
 extern _Atomic int g_multi;              /* a second thread has recorded */
 extern _Atomic uint64_t g_tick;      /* the allocation clock */
@@ -344,12 +345,14 @@ static inline size_t glibc_usable(void *raw)
 /* ---- per-thread and per-site state ---- */
 
 /* One thread's figures for one site: the fields of struct mra_site_stats
- * it adds up, those of every allocation and free first (a few cache lines
- * per site in the hot path). */
+ * it adds up, the eight that every allocation and free counts first (one
+ * cache line: the size range and the first tick change only with a new
+ * size or on the first allocation). */
 struct lstats {
-    uint64_t allocations, bytes, min_size, max_size, first_tick, last_tick;
-    uint64_t frees, freed_bytes, lifetime_ticks_sum, lifetime_ns_sum;
-    uint64_t freed_together, stack_like, remote_frees, aligned;
+    uint64_t allocations, bytes, last_tick, frees, freed_bytes, lifetime_ticks_sum, lifetime_ns_sum;
+    uint64_t stack_like;
+    uint64_t min_size, max_size, first_tick;
+    uint64_t freed_together, remote_frees, aligned;
     uint64_t reallocs, realloc_moves, realloc_chain_max;
     int64_t glibc_time;          /* sampled time in glibc for the site's objects (clock units, weighed) */
     uint64_t glibc_samples;
@@ -361,21 +364,30 @@ struct lstats {
     uint64_t hist_ns[MRA_HIST];
 };
 
+/* Laid out for the cache: a thread's lsite is 64-byte aligned (carved
+ * from the thread's chunks: threads.c), its first line holds what every
+ * allocation and free reads (the group's ring head and burst, the most
+ * frequent size), the ring its own line, the counters of s the first line
+ * of s; with thousands of sites (a recursion's stacks) each line is a
+ * likely cache miss. */
 struct lsite {
-    struct lstats s;
-    uint32_t rhead, rcount;      /* births of this thread's recent live objects */
-    uint64_t rlost, rlast_pop;
-    uint64_t ring[RING];
-    uint64_t tr_last_size;       /* trace: the last ALLOC size at this site */
     struct lsite *grp;           /* this thread's lsite of the site's group (itself, or
                                     the group's first site): its ring and bursts */
+    uint32_t nsz, rcount;        /* sizes in sz; live births in ring */
+    uint32_t rhead, burst_n;     /* the ring's oldest; frees in the thread's current burst */
+    uint32_t burst_epoch, counted; /* the burst's number (0: none); counted in alloc_threads */
+    uint64_t rlast_pop;          /* the birth the ring gave last */
     uint64_t burst_min;          /* the oldest birth freed in the thread's current burst */
-    uint32_t burst_n, burst_epoch; /* frees in it; the burst's number (0: none) */
-    uint32_t nsz, sz_overflow;
+    struct mra_size_count sz[LSIZES]; /* the first in line 0 */
+    uint64_t rlost;              /* births pushed off the ring, still live */
+    uint64_t tr_last_size;       /* trace: the last ALLOC size at this site */
     uint64_t sz_other;
-    uint32_t counted;            /* counted in alloc_threads */
-    struct mra_size_count sz[LSIZES];
+    uint32_t sz_overflow;
+    _Alignas(64) uint64_t ring[RING]; /* births of this thread's recent live objects */
+    _Alignas(64) struct lstats s;
 };
+_Static_assert(offsetof(struct lsite, sz) + sizeof(struct mra_size_count) <= 64, "sz[0] in line 0");
+_Static_assert(sizeof(struct lsite) % 64 == 0, "lsite: whole cache lines");
 
 /* The stack cache (record.c's stack_site): an allocation's stack seen
  * before is known again from its return addresses read where the last walk
@@ -398,8 +410,9 @@ struct sk_set {
     uint32_t site[SK_WAYS];
     uint64_t sig[SK_WAYS];       /* the shape it was read with */
     uint64_t ra[SK_WAYS][SK_FRAMES]; /* the return addresses */
-    uint32_t next, pad_;         /* the way the next stack learnt replaces */
 };
+/* tag and site one cache line, sig one, each way's stack one */
+_Static_assert(sizeof(struct sk_set) % 64 == 0, "sk_set: whole cache lines");
 
 struct tstate {
     uint32_t index;
@@ -412,6 +425,9 @@ struct tstate {
     struct sc_ent { uint64_t hash; uint64_t site; } sc[SC_SIZE]; /* hash -> site (frames_hash) */
     struct lsite **ls;
     uint32_t lcap;
+    char *lmem, *lend;           /* the free part of the last of the lsites' chunks */
+    void *lchunks;               /* the lsites' chunks (threads.c), a list */
+    size_t lchunk_next;          /* the size of the next */
     int rounds;
     struct tstate *next, *prev;
     uint8_t *tbuf;
@@ -423,7 +439,8 @@ struct tstate {
     uint32_t sk_epoch;           /* the frame sizes' epoch the stack cache holds */
     uint32_t sk_shape_next[1u << SK_SHAPE_BITS]; /* the way a new shape replaces */
     struct sk_shape sk_shape[1u << SK_SHAPE_BITS][SK_SHAPE_WAYS];
-    struct sk_set sk[1u << SK_SET_BITS];
+    uint8_t sk_next[1u << SK_SET_BITS]; /* the way of a set the next stack learnt replaces */
+    _Alignas(64) struct sk_set sk[1u << SK_SET_BITS];
 };
 
 /* The time of an event: the clock (rdtsc: about 30 ns on this project's
@@ -537,6 +554,7 @@ static inline bool recording(void)
 /* state.c: the recorder's own memory */
 void mrr_rec_mem_add(int64_t d);
 void *mrr_imalloc(size_t n);             /* zeroed, counted */
+void *mrr_imalloc_lines(size_t n);       /* the same, 64-byte aligned */
 void mrr_ifree(void *p, size_t n);
 void *mrr_imap(size_t n);                /* zeroed pages, NULL on failure */
 void *mrr_imap_populated(size_t n);      /* the same, faulted in by one system call */

@@ -87,6 +87,8 @@ __attribute__((constructor(101))) static void rec_init(void)
         else if (strcmp(stack, "ra") == 0)
             g_stack_mode = STACK_RA;
     }
+    /* the stack cache: the cached walk's mode, 2..SK_FRAMES frames */
+    g_sk_on = g_stack_mode == STACK_CACHE && g_depth - 2u < SK_FRAMES - 1u;
     g_secret = mra_secret();
     g_usable = mra_next_usable();
     ssize_t n = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);

@@ -11,6 +11,7 @@
 _Atomic int g_state = ST_INIT;
 int g_stack_mode = STACK_CACHE;
 unsigned g_depth = 4u + MRA_FOLD_EXTRA;
+bool g_sk_on;
 uint64_t g_secret;
 _Atomic int g_multi;              /* a second thread has recorded */
 _Atomic uint64_t g_tick = 1;      /* the allocation clock */
@@ -84,6 +85,16 @@ void *mrr_imalloc(size_t n)
     void *p = __libc_calloc(1, n);
     if (p)
         mrr_rec_mem_add((int64_t)n);
+    return p;
+}
+
+void *mrr_imalloc_lines(size_t n)
+{
+    void *p = __libc_memalign(64, n);
+    if (p) {
+        memset(p, 0, n);
+        mrr_rec_mem_add((int64_t)n);
+    }
     return p;
 }
 

@@ -16,7 +16,7 @@ COLD struct tstate *mrr_thread_register(void)
         return NULL;
     int e = errno;
     size_t tb = mrr_tstate_bytes();
-    struct tstate *ts = mrr_imalloc(tb);
+    struct tstate *ts = mrr_imalloc_lines(tb);
     if (!ts) {
         errno = e;
         return NULL;
@@ -44,6 +44,41 @@ COLD struct tstate *mrr_thread_register(void)
     return ts;
 }
 
+/* A thread's lsites: carved from mapped chunks of its own, unmapped with
+ * its state, not taken from glibc, whose requests of a kilobyte and more
+ * consolidate the program's freed small chunks each time and would lie
+ * among the program's objects (kat_trees: some 2,300 sites).  The first
+ * chunk is small (a thread of a few sites), each next twice the last, up
+ * to LCHUNK_MAX; each faulted in by one system call. */
+#define LCHUNK_FIRST ((size_t)16 << 10)
+#define LCHUNK_MAX ((size_t)1 << 20)
+struct lchunk {
+    struct lchunk *next;
+    size_t size;
+};
+
+static struct lsite *lsite_alloc(struct tstate *ts)
+{
+    size_t n = sizeof(struct lsite); /* whole cache lines */
+    if ((size_t)(ts->lend - ts->lmem) < n) {
+        size_t c = ts->lchunk_next ? ts->lchunk_next : LCHUNK_FIRST;
+        char *p = mrr_imap_populated(c);
+        if (!p)
+            return NULL;
+        struct lchunk *k = (struct lchunk *)(void *)p;
+        k->next = ts->lchunks;
+        k->size = c;
+        ts->lchunks = k;
+        ts->lmem = p + 64;
+        ts->lend = p + c;
+        ts->lchunk_next = c < LCHUNK_MAX ? 2 * c : c;
+    }
+    struct lsite *l = (struct lsite *)(void *)ts->lmem;
+    ts->lmem += n;
+    mrr_rec_mem_add((int64_t)n);
+    return l;
+}
+
 COLD struct lsite *mrr_lsite_slow(struct tstate *ts, uint32_t site)
 {
     int e = errno;
@@ -62,7 +97,7 @@ COLD struct lsite *mrr_lsite_slow(struct tstate *ts, uint32_t site)
         ts->ls = a;
         ts->lcap = nc;
     }
-    struct lsite *l = mrr_imalloc(sizeof *l);
+    struct lsite *l = lsite_alloc(ts);
     if (l) {
         lsite_reset(l);
         ts->ls[site] = l;
@@ -81,7 +116,11 @@ void mrr_thread_release(struct tstate *ts)
 {
     for (uint32_t i = 0; i < ts->lcap; i++)
         if (ts->ls[i])
-            mrr_ifree(ts->ls[i], sizeof(struct lsite));
+            mrr_rec_mem_add(-(int64_t)sizeof(struct lsite));
+    for (struct lchunk *k = ts->lchunks, *next; k; k = next) {
+        next = k->next;
+        munmap(k, k->size);
+    }
     mrr_ifree(ts->ls, ts->lcap * sizeof(struct lsite *));
     mrr_ifree(ts, mrr_tstate_bytes());
 }
