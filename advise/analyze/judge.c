@@ -148,6 +148,22 @@ static double glibc_cost(const struct mra_site_stats *s, const struct mra_costs 
     return kept + repeated * (c->glibc[pat][cl] - kept);
 }
 
+/* What a pair at class cl costs more, in glibc (*g) and in r (*m), over
+ * the site's live set than in the calibration's cells (about a thousand
+ * objects): the objects' cache and TLB misses.  Freed together into an
+ * arena: the cohort the arena would hold (arena_peak_bytes; xmllint's
+ * parse tree, 168 MB of one site, predicted 20 ms from the small cells).
+ * Other patterns are costed as their cells measured them. */
+static void live_extra(const struct mra_site_stats *s, const struct mra_costs *c, enum mra_pattern pat,
+                       enum mra_rec r, unsigned cl, double *g, double *m)
+{
+    *g = *m = 0;
+    if (pat == MRA_PAT_BATCH && r == MRA_ARENA) {
+        *g = mra_cost_live_extra(c, MRA_BIG_GLIBC_BATCH, cl, (double)s->arena_peak_bytes);
+        *m = mra_cost_live_extra(c, MRA_BIG_ARENA, cl, (double)s->arena_peak_bytes);
+    }
+}
+
 /* The predicted saving of serving m's allocations from r instead of
  * glibc: glibc's time for them less memres's.
  *
@@ -165,24 +181,9 @@ static double glibc_cost(const struct mra_site_stats *s, const struct mra_costs 
  * opinion: per size in the site's table, count x the calibration's cost
  * of glibc for the pattern at the size's class, the sizes not in the
  * table at their mean, never-freed objects less half of glibc's pair
- * each (the program never paid their free).  memres's cost is the
+ * each (the program never paid their free), a cohort larger than the
+ * calibration's cells with live_extra's.  memres's cost is the
  * calibration's in both. */
-/* What a pair at class cl costs more, in glibc (*g) and in r (*m), over
- * the site's live set than in the calibration's cells (about a thousand
- * objects): the objects' cache and TLB misses.  Freed together into an
- * arena: the cohort the arena would hold (arena_peak_bytes; xmllint's
- * parse tree, 168 MB of one site, predicted 20 ms from the small cells).
- * Other patterns are costed as their cells measured them. */
-static void live_extra(const struct mra_site_stats *s, const struct mra_costs *c, enum mra_pattern pat,
-                       enum mra_rec r, unsigned cl, double *g, double *m)
-{
-    *g = *m = 0;
-    if (pat == MRA_PAT_BATCH && r == MRA_ARENA) {
-        *g = mra_cost_live_extra(c, MRA_BIG_GLIBC_BATCH, cl, (double)s->arena_peak_bytes);
-        *m = mra_cost_live_extra(c, MRA_BIG_ARENA, cl, (double)s->arena_peak_bytes);
-    }
-}
-
 static double memres_part(const struct mra_site_stats *s, const double *mc, const struct mra_costs *c,
                           enum mra_pattern pat, enum mra_rec r, bool warm, double *glibc_out)
 {
