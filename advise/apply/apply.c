@@ -118,29 +118,26 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 /* ---- routing ---- */
 
 /* Learns where the walk's frames fr[1..n-1] keep their return addresses:
- * each the first slot above the last that holds it, within the thread's
- * stack; f is left empty where one is not found. */
+ * frame i + 1's at CFA(i) - 8, from the frame sizes the walk used (the
+ * recorder's stack cache does the same, record.c's sk_learn); f is left
+ * empty where a size is unknown or varies, or a slot lies outside the
+ * thread's stack.  The memo holds for the sizes' epoch (walk_route). */
 static void fast_learn(struct tstate *ts, struct ident_fast *f, uintptr_t ra, uintptr_t cfa, const uint64_t *fr,
                        unsigned n, unsigned route)
 {
+    struct mra_walker *w = &ts->walk;
     f->n = 0;
-    uintptr_t hi = ts->walk.stk_hi, at = cfa;
-    if (cfa < ts->walk.stk_lo || cfa >= hi)
-        return;
-    for (unsigned i = 1; i < n; i++) {
-        uint64_t want = fr[i] + 1, v = 0;
-        while (at + 8 <= hi && at - cfa < ((uintptr_t)64 << 10)) {
-            memcpy(&v, (const void *)at, 8);
-            if (v == want)
-                break;
-            at += 8;
-        }
-        if (v != want)
+    uint32_t off = 0;
+    for (unsigned i = 0; i + 1 < n; i++) {
+        uint32_t code = mra_fsz_get(w, fr[i] + 1);
+        if (code == MRA_FS_MISS || code == MRA_FS_END || code == MRA_FS_VAR)
             return;
-        f->off[i] = (uint32_t)(at - cfa);
-        f->ret[i] = want;
-        at += 8;
+        off += code * 8u;
+        f->off[i + 1] = off - 8u;
+        f->ret[i + 1] = fr[i + 1] + 1;
     }
+    if (cfa < w->stk_lo || cfa + off > w->stk_hi)
+        return;
     f->ra = ra;
     f->cfa = cfa;
     f->route = route;
@@ -168,6 +165,11 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_
 {
     /* two ways: two stacks that reach the allocation from one return
      * address at one depth (a request's temporaries and its response) */
+    uint32_t ep = atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed);
+    if (UNLIKELY(ep != ts->fast_epoch)) { /* a frame size turned out to vary */
+        memset(ts->fast, 0, sizeof ts->fast);
+        ts->fast_epoch = ep;
+    }
     size_t at = ((ra >> 4) ^ (cfa >> 4)) & (IDENT_FAST - 1);
     struct ident_fast *f = &ts->fast[at], *g = &ts->fast[at ^ 1];
     if (LIKELY(fast_is(f, ra, cfa)))

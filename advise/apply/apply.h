@@ -150,7 +150,7 @@ struct tstate {
     struct mra_walker walk;
     struct ident_memo memo[IDENT_MEMO];
     struct ident_fast fast[IDENT_FAST];
-    uint32_t fast_turn;
+    uint32_t fast_turn, fast_epoch;
     struct tstate *next;         /* every thread's, for the stats */
     struct region reg[];         /* g_nroutes + 1 */
 };
