@@ -77,6 +77,8 @@ struct mra_profile {
     size_t nsites;
     struct mra_timeline_header tl; /* tl.npoints 0: no timeline (a version 4 profile) */
     struct mra_timeline_point *timeline; /* tl.npoints points (format.h) */
+    struct mra_heap_header heap; /* what glibc gave back and took again (all 0 before version 6) */
+    struct mra_heap_site heap_sites[MRA_HEAP_SITES];
 };
 
 /* Reads the profile at path, of versions MRA_PROFILE_VERSION_MIN to
@@ -154,6 +156,9 @@ struct mra_costs {
      * objects' cache and TLB misses), at MRA_BIG_LEVELS sizes of live set:
      * 0 where not measured (an older cache, a fixture) */
     double big[MRA_BIG_KINDS][MRA_BIG_LEVELS][MRA_COST_CLASSES];
+    /* a page of memory given back and taken again: mapped, written once,
+     * unmapped, ns per 4 KiB page (every class the same; 0: not measured) */
+    double page_fault[MRA_COST_CLASSES];
 };
 
 /* The costs of this machine: from the cache ($XDG_CACHE_HOME or
@@ -233,6 +238,8 @@ struct mra_site {
     } freed[MRA_FREED_SHOWN];
     unsigned nfreed;
     char change[600];            /* the change to make, in the program's terms ("" none) */
+    uint64_t heap_given_back;    /* bytes glibc gave back at its frees, and took again at */
+    uint64_t heap_retaken;       /* its allocations (the heap section's, where it names the site) */
 };
 
 /* One mr_pools behind a function that many sites reach malloc from (an
@@ -267,6 +274,9 @@ struct mra_analysis {
                                     max(recommended, top, 4096) of them */
     struct mra_timeline_header tl; /* the profile's timeline, copied (tl.npoints 0: none) */
     struct mra_timeline_point *timeline;
+    struct mra_heap_header heap; /* the profile's heap section, copied */
+    double heap_retaken_ns;      /* what faulting the re-taken pages in again cost, at this
+                                    machine's page_fault cost (0: not calibrated) */
 };
 
 /* Folds, merges, judges and costs p's sites.  0, or -1 with a message. */
@@ -280,6 +290,9 @@ double mra_hist_quantile(const uint64_t hist[MRA_HIST], double q);
 /* ---- reports (report.c, svg.c, html.c) ---- */
 
 void mra_report_text(FILE *f, const struct mra_analysis *a);
+/* GLIBC_TUNABLES that keep glibc's freed memory (no trim, no mmap below
+ * 32 MiB): the report's advice and measure's "glibc, memory kept" run */
+extern const char mra_keep_tunables[];
 void mra_report_json(FILE *f, const struct mra_analysis *a);
 void mra_report_svg(FILE *f, const struct mra_analysis *a);
 
@@ -345,6 +358,7 @@ struct mra_planned {
     double program_ns;           /* the program's own time in the recorded run */
     double min_share;            /* the 2% rule, as a fraction */
     double predicted_ns;         /* over the planned sites */
+    double heap_retaken_ns;      /* the analysis's: memory glibc gave back and took again */
     size_t n;                    /* planned sites (the first MRA_PLANNED_MAX in s[]) */
     struct mra_planned_site s[MRA_PLANNED_MAX];
 };

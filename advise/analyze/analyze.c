@@ -82,6 +82,11 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
             glibc_sum += (double)p->sites[i].s.glibc_ns;
     a->glibc_scale = glibc_sum > a->program_ns && glibc_sum > 0 ? a->program_ns / glibc_sum : 1;
 
+    /* memory glibc gave back and took again: the program faults its pages
+     * in a second time (an allocator that keeps its memory would not) */
+    a->heap = p->heap;
+    a->heap_retaken_ns = (double)p->heap.retaken_bytes / 4096.0 * c->page_fault[0];
+
     struct work w = { 0 };
     size_t *at_id = NULL;
     size_t nid = 1;
@@ -180,6 +185,12 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         mra_freed_fill(s, p, at_id, nid, sym);
         mra_change(s, s->s.allocations ? (double)s->s.live_objects / (double)s->s.allocations : 0,
                    o->th.at_exit_share);
+        for (size_t r = 0; r < s->nraw; r++)
+            for (uint32_t j = 0; j < p->heap.nsites; j++)
+                if (p->heap_sites[j].site == s->raw_ids[r]) {
+                    s->heap_given_back += p->heap_sites[j].given_back_bytes;
+                    s->heap_retaken += p->heap_sites[j].retaken_bytes;
+                }
         a->nsites++;
     }
     /* folded names, kept apart from the work */

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,7 +51,7 @@
 #endif
 
 #define COSTS_VERSION 1u
-#define COST_MODEL 5u /* the cells as measured: a cache of another model is measured again */
+#define COST_MODEL 6u /* the cells as measured: a cache of another model is measured again */
 #define COSTS_MAGIC "memres-advise costs v1"
 
 /* The classes measured: 8, 32, 128, 512 B, 2, 8, 64 KiB, 1 MiB. */
@@ -227,6 +228,24 @@ static double run_glibc_batch(size_t size, void **v, bool kept, size_t n)
         for (size_t i = 0; i < n; i++)
             free(v[i]);
     } while (cell_round(&c, n));
+    return cell_result(&c);
+}
+
+/* A page given back and taken again (the heap trimmed, grown again and
+ * written; a chunk unmapped and mapped again): FAULT_PAGES pages mapped,
+ * written one byte a page, unmapped; ns per page. */
+#define FAULT_PAGES 64u
+static double run_page_fault(void)
+{
+    struct cell c;
+    cell_init(&c);
+    do {
+        void *p = mmap(NULL, FAULT_PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return -1;
+        touch(p, FAULT_PAGES * PAGE);
+        munmap(p, FAULT_PAGES * PAGE);
+    } while (cell_round(&c, FAULT_PAGES));
     return cell_result(&c);
 }
 
@@ -517,15 +536,15 @@ static double run_remote(size_t size, void **v, bool pools)
  * misses of a big live set without the faults of a trimmed heap, which the
  * timed model counts) */
 enum { S_LIFO, S_BATCH, S_RANDOM, S_REMOTE, S_ARENA, S_REWIND, S_OBJPOOL, S_POOLS, S_POOLS_TS,
-       S_FENCED, S_BATCH_KEPT, S_BIG, NSERIES = S_BIG + MRA_BIG_KINDS * MRA_BIG_LEVELS };
-/* S_FENCED and the big series may be missing from a cache (a fixture of an
- * older model): their rows are 0 */
-#define SERIES_OPTIONAL ((1u << S_FENCED) | (((1u << NSERIES) - 1) & ~((1u << S_BIG) - 1)))
+       S_FENCED, S_BATCH_KEPT, S_FAULT, S_BIG, NSERIES = S_BIG + MRA_BIG_KINDS * MRA_BIG_LEVELS };
+/* S_FENCED, S_FAULT and the big series may be missing from a cache (a
+ * fixture of an older model): their rows are 0 */
+#define SERIES_OPTIONAL ((1u << S_FENCED) | (1u << S_FAULT) | (((1u << NSERIES) - 1) & ~((1u << S_BIG) - 1)))
 
 static const char *const SERIES_NAME[NSERIES] = {
     "glibc-lifo", "glibc-batch", "glibc-random", "glibc-remote",
     "arena", "arena-rewind", "objpool", "pools", "pools-ts", "glibc-random-fenced", "glibc-batch-kept",
-    "glibc-batch-kept-big1", "glibc-batch-kept-big2", "arena-big1", "arena-big2",
+    "page-fault", "glibc-batch-kept-big1", "glibc-batch-kept-big2", "arena-big1", "arena-big2",
 };
 _Static_assert(MRA_BIG_LEVELS == 2 && MRA_BIG_KINDS == 2, "SERIES_NAME's big series");
 
@@ -544,6 +563,7 @@ static double *series_row(struct mra_costs *c, int s)
     case S_POOLS: return c->pools;
     case S_BATCH_KEPT: return c->glibc_batch_kept;
     case S_FENCED: return c->glibc_fenced;
+    case S_FAULT: return c->page_fault;
     default: return c->pools_ts;
     }
 }
@@ -565,6 +585,7 @@ static double run_cell(int s, size_t size, void **v)
     case S_BATCH_KEPT: return run_glibc_batch(size, v, true, batch);
     case S_RANDOM: return run_glibc_random(size, v, random);
     case S_FENCED: return run_glibc_fenced(size, v);
+    case S_FAULT: return run_page_fault();
     case S_REMOTE: return run_remote(size, v, false);
     case S_ARENA: return run_arena(size, v, batch);
     case S_REWIND: return run_arena_rewind(size, v);

@@ -241,6 +241,7 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
         return rc;
     pl->program_ns = a->program_ns;
     pl->min_share = a->opts.th.min_share;
+    pl->heap_retaken_ns = a->heap_retaken_ns;
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
         enum mra_rec k = mode == MRA_PLAN_CANDIDATES ? s->candidate : s->rec;

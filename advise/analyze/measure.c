@@ -33,7 +33,7 @@
 
 #include "analysis.h"
 
-#define MAX_VARIANTS (7 + 2 * MRA_PLANNED_MAX)
+#define MAX_VARIANTS (8 + 2 * MRA_PLANNED_MAX)
 
 struct variant {
     char name[64];
@@ -41,6 +41,7 @@ struct variant {
     const char *plan;            /* the apply runtime's plan, or NULL */
     unsigned site;               /* per-site plan: the site; 0: all */
     bool identify_only;          /* the plan's identification, every call served by glibc */
+    const char *tunables;        /* GLIBC_TUNABLES for the run (the caller's kept before them) */
     enum mra_rec kind;           /* per-site plan: the allocator it routes the site to */
     double cpu[MRA_MEASURE_ROUNDS_MAX], rss[MRA_MEASURE_ROUNDS_MAX];
     double ratio[MRA_MEASURE_ROUNDS_MAX], rss_ratio[MRA_MEASURE_ROUNDS_MAX];
@@ -106,10 +107,16 @@ static int input_fd(void)
 static int run_variant(char **argv, struct variant *v, const char *apply_lib, int in, const char *out_path,
                        struct mra_child *c)
 {
+    char tun[1024] = "";
+    if (v->tunables) {
+        const char *t = getenv("GLIBC_TUNABLES");
+        snprintf(tun, sizeof tun, "%s%s%s", t && *t ? t : "", t && *t ? ":" : "", v->tunables);
+    }
     const char *env[][2] = {
         { "MEMRES_ADVISE_PLAN", v->plan },
         { "MEMRES_ADVISE_APPLY_STATS", v->plan ? v->stats : NULL },
         { "MEMRES_ADVISE_APPLY_IDENTIFY_ONLY", v->identify_only ? "1" : NULL },
+        { v->tunables ? "GLIBC_TUNABLES" : NULL, tun },
         { NULL, NULL },
     };
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -261,6 +268,11 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         snprintf(vs[nv].under, sizeof vs[0].under, "%s:%s", apply_lib, mip);
         vs[nv++].plan = plan;
     }
+    /* glibc keeping what is freed (no trim, no mmap below 32 MiB): what
+     * the memory it gave back and took again cost */
+    unsigned kept = nv;
+    snprintf(vs[nv].name, sizeof vs[0].name, "glibc, memory kept");
+    vs[nv++].tunables = mra_keep_tunables;
     /* the yardstick: a malloc whose free does nothing (tests/zerocost.c) */
     const char *zc = getenv("MEMRES_ADVISE_ZEROCOST");
     if (zc && *zc && access(zc, R_OK) == 0) {
@@ -393,6 +405,12 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
                     "  malloc, per round): %.1f ms saved (%.1f-%.1f)\n",
                     a * g / 1e6, alo * g / 1e6, ahi * g / 1e6);
         }
+        double klo, khi, kr = median(vs[kept].ratio, vs[kept].runs, &klo, &khi);
+        fprintf(f,
+                "  glibc with its memory kept (GLIBC_TUNABLES=%s)\n"
+                "  saved %.1f ms (%.3f, %.3f-%.3f), against the predicted %.1f ms of memory given back and\n"
+                "  taken again\n",
+                mra_keep_tunables, (1 - kr) * g / 1e6, kr, klo, khi, pl->heap_retaken_ns / 1e6);
         if (first_site < nv) {
             fprintf(f, "\n  per site (its plan alone):\n");
             for (unsigned i = first_site; i < nv; i++) {

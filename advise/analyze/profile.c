@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/analyze/profile.c -- the profile the recorder writes at exit (format.h),
  * read back: header, modules, sites and, from version 5 on, the timeline
- * (a version 4 profile reads as one without: tl.npoints 0).  Every count
+ * (a version 4 profile reads as one without: tl.npoints 0), from version 6
+ * on the heap section (before it: all 0).  Every count
  * in the file is checked against the file's size (the timeline's against
  * MRA_TIMELINE_MAX) before anything is allocated for it, so a truncated
  * or corrupt file fails with a message instead of a huge allocation. */
@@ -37,6 +38,15 @@ static int read_timeline(FILE *f, struct mra_profile *p)
         return -1;
     p->tl = th;
     return 0;
+}
+
+/* The heap section (version 6 on): 0, or -1 (truncated, or more sites
+ * than the recorder writes). */
+static int read_heap(FILE *f, struct mra_profile *p)
+{
+    if (read_exact(f, &p->heap, sizeof p->heap) != 0 || p->heap.nsites > MRA_HEAP_SITES)
+        return -1;
+    return read_exact(f, p->heap_sites, p->heap.nsites * sizeof p->heap_sites[0]);
 }
 
 int mra_profile_read(const char *path, struct mra_profile *p)
@@ -120,6 +130,8 @@ int mra_profile_read(const char *path, struct mra_profile *p)
         p->nsites = (size_t)i + 1;
     }
     if (h->version >= 5 && read_timeline(f, p) != 0)
+        goto corrupt;
+    if (h->version >= 6 && read_heap(f, p) != 0)
         goto corrupt;
     fclose(f);
     return 0;

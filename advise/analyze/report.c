@@ -164,6 +164,36 @@ static void print_frames(FILE *o, const struct mra_frame *fr, unsigned n)
     }
 }
 
+/* The tunables that keep glibc from giving memory back: the trim
+ * threshold at its largest and the mmap threshold at its largest (32 MiB
+ * on 64-bit; a fixed one also ends its dynamic adjustment). */
+const char mra_keep_tunables[] =
+    "glibc.malloc.trim_threshold=4294967295:glibc.malloc.mmap_threshold=33554432";
+
+/* What glibc gave back and took again: the run's line, and the finding
+ * where it passes the 2% rule. */
+static void print_heap(FILE *o, const struct mra_analysis *a)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    const struct mra_heap_header *hp = &a->heap;
+    fprintf(o, "glibc gave %s back to the system (%s trims and unmaps) and took %s of it again (%s times)",
+            fmt_bytes(b1, sizeof b1, (double)hp->given_back_bytes), fmt_count(b2, sizeof b2, hp->given_back_events),
+            fmt_bytes(b3, sizeof b3, (double)hp->retaken_bytes), fmt_count(b4, sizeof b4, hp->retaken_events));
+    if (a->heap_retaken_ns > 0)
+        fprintf(o, ": pages faulted in a second time, about %s (%.1f%% of the run) at this machine's %s a page",
+                fmt_ns(b5, sizeof b5, a->heap_retaken_ns),
+                a->program_ns > 0 ? 100 * a->heap_retaken_ns / a->program_ns : 0,
+                fmt_ns(b1, sizeof b1, a->costs.page_fault[0]));
+    fputc('\n', o);
+    if (!(a->program_ns > 0) || !(a->heap_retaken_ns > 0) || a->heap_retaken_ns < a->opts.th.min_share * a->program_ns)
+        return;
+    fprintf(o, "  memory kept would save that: GLIBC_TUNABLES=%s for the unchanged program (or mallopt's "
+               "M_TRIM_THRESHOLD and M_MMAP_THRESHOLD in it), an allocator that keeps what is freed, or memres "
+               "resources at the sites that took it again (below, \"glibc's heap\"); memres-advise measure "
+               "runs it so\n",
+            mra_keep_tunables);
+}
+
 void mra_report_text(FILE *o, const struct mra_analysis *a)
 {
     char b1[64], b2[64], b3[64], b4[64], b5[64], b6[64];
@@ -191,6 +221,8 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
                 fmt_count(b3, sizeof b3, pk->allocations), fmt_count(b4, sizeof b4, end->allocations),
                 a->tl.npoints);
     }
+    if (a->heap.given_back_bytes)
+        print_heap(o, a);
     fprintf(o, "%zu sites from %llu recorded call stacks, depth %u (recorded %u); recorder memory peak %s",
             a->nsites_total, (unsigned long long)h->nsites, a->opts.depth, h->depth,
             fmt_bytes(b1, sizeof b1, (double)h->recorder_peak_bytes));
@@ -255,6 +287,11 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
                        "system calls): what its malloc, realloc and free took for these objects, under the recorder\n",
                     fmt_ns(b1, sizeof b1, (double)st->glibc_ns), fmt_count(b2, sizeof b2, st->glibc_samples),
                     fmt_ns(b3, sizeof b3, (double)st->glibc_slow_ns));
+        if (s->heap_given_back || s->heap_retaken)
+            fprintf(o, "  glibc's heap: its frees gave %s back to the system, its allocations took %s of what "
+                       "was given back again\n",
+                    fmt_bytes(b1, sizeof b1, (double)s->heap_given_back),
+                    fmt_bytes(b2, sizeof b2, (double)s->heap_retaken));
         for (unsigned k = 0; k < s->nfreed; k++) {
             fprintf(o, "  freed (%.0f%% of the sampled frees):\n", 100 * s->freed[k].share);
             print_frames(o, s->freed[k].frames, s->freed[k].nframes);
@@ -497,6 +534,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
         jnum(o, s->candidate_saving_ns);
         fprintf(o, ", \"predicted_saving_share\": ");
         jnum(o, a->program_ns > 0 ? s->predicted_saving_ns / a->program_ns : 0);
+        fprintf(o, ", \"heap_given_back_bytes\": %llu, \"heap_retaken_bytes\": %llu", U(s->heap_given_back),
+                U(s->heap_retaken));
         fprintf(o, ", \"memory_delta_bytes\": %lld, \"retention_warning\": %s, \"sketch\": [",
                 (long long)s->memory_delta_bytes, s->retention_warning ? "true" : "false");
         jstr(o, s->sketch[0]);
@@ -534,7 +573,12 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
         jstr(o, b->reason);
         fputc('}', o);
     }
-    fprintf(o, "%s],\n  \"timeline_peak\": ", a->nbehind ? "\n  " : "");
+    fprintf(o, "%s],\n  \"heap\": {\"given_back_bytes\": %llu, \"given_back_events\": %llu, "
+               "\"retaken_bytes\": %llu, \"retaken_events\": %llu, \"grown_bytes\": %llu, \"retaken_ns\": ",
+            a->nbehind ? "\n  " : "", U(a->heap.given_back_bytes), U(a->heap.given_back_events),
+            U(a->heap.retaken_bytes), U(a->heap.retaken_events), U(a->heap.grown_bytes));
+    jnum(o, a->heap_retaken_ns);
+    fprintf(o, ", \"keep_tunables\": \"%s\"},\n  \"timeline_peak\": ", mra_keep_tunables);
     if (a->tl.npoints)
         fprintf(o, "%u", a->tl.peak);
     else

@@ -25,7 +25,7 @@
 /* ---- the profile ---- */
 
 #define MRA_PROFILE_MAGIC "MRADVPF1" /* 8 bytes, no NUL in the file */
-#define MRA_PROFILE_VERSION 5u
+#define MRA_PROFILE_VERSION 6u
 #define MRA_PROFILE_VERSION_MIN 4u /* the oldest read: version 4 has no timeline section */
 #define MRA_MAX_DEPTH 64u     /* frames per site, at most */
 #define MRA_FOLD_EXTRA 4u     /* frames recorded beyond --depth, for folding wrappers */
@@ -34,7 +34,8 @@
 #define MRA_FREE_SITES 4u     /* the stacks a site's objects are freed from, kept per site */
 
 /* The file: struct mra_profile_header, then nmodules module records, then
- * nsites site records, then (version 5 on) the timeline section. */
+ * nsites site records, then (version 5 on) the timeline section, then
+ * (version 6 on) the heap section. */
 struct mra_profile_header {
     char magic[8];
     uint32_t version;
@@ -159,6 +160,37 @@ struct mra_timeline_point {
     uint64_t allocations;        /* on the allocation clock: allocations made so far */
     uint64_t live_bytes;         /* requested bytes of the recorded objects live */
     uint64_t live_objects;
+};
+
+/* The heap section: what glibc gave back to the system during the run and
+ * took again -- pages the program then faults in a second time, which an
+ * allocator that keeps its memory (or glibc with its trim and mmap
+ * thresholds raised) would not.  Seen from the recorded calls: the main
+ * heap's end (brk) lowered by a free or realloc (a trim) or raised by an
+ * allocation or realloc, and chunks glibc mmapped for one allocation and
+ * unmapped at its free.  Not seen: the heaps of glibc's other arenas
+ * (threads' arenas trim with madvise), madvise inside the heap
+ * (malloc_trim).  A struct mra_heap_header, then nsites struct
+ * mra_heap_site, most re-taken bytes first. */
+#define MRA_HEAP_SITES 16u       /* sites named in the section, at most */
+
+struct mra_heap_header {
+    uint64_t given_back_bytes;   /* trimmed off the heap's end, and mmapped chunks unmapped */
+    uint64_t given_back_events;
+    uint64_t retaken_bytes;      /* of the heap's growth and the mmapped chunks made, the
+                                    bytes up to what was given back before and not yet
+                                    taken again: memory the program touches a second time */
+    uint64_t retaken_events;     /* growths and mmaps that took some of it */
+    uint64_t grown_bytes;        /* all growth: the heap's end raised, mmapped chunks made */
+    uint32_t nsites;             /* <= MRA_HEAP_SITES */
+    uint32_t reserved;
+};
+
+struct mra_heap_site {
+    uint32_t site;               /* the site's id (mra_site_stats.id) */
+    uint32_t reserved;
+    uint64_t given_back_bytes;   /* by its objects' frees and reallocs */
+    uint64_t retaken_bytes;      /* by its allocations and reallocs */
 };
 
 /* ---- the trace ---- */

@@ -73,6 +73,8 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
     }
     uint32_t sw = ts ? sample_now(ts) : 0;
     void *np;
+    size_t mm = mmapped_chunk(raw_of(p, h));
+    uintptr_t e0 = heap_end();
     if (alog <= 4u) {
         uint64_t t1 = sw ? fenced_time() : 0;
         void *raw = __libc_realloc((char *)p - HDR, n + HDR);
@@ -94,6 +96,13 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         memcpy(hdr_of(np), h, HDR);
         h->tag_site = 0;
         __libc_free(raw_of(p, h));
+    }
+    if (site != 0) {
+        size_t nm = mmapped_chunk((char *)np - HDR); /* the new chunk: alignment 16 */
+        if (UNLIKELY(mm != nm))
+            mrr_heap_mapped(site, mm, nm);
+        if (UNLIKELY(heap_end() != e0))
+            mrr_heap_moved(site, e0, heap_end());
     }
     struct hdr *nh = hdr_of(np);
     uint64_t chain = (nh->size_misc >> SIZE_BITS) & CHAIN_MAX;

@@ -155,6 +155,7 @@ void mrr_write_profile(uint64_t end_ns)
         wb_put(w, frames, g_depth * sizeof frames[0]);
     }
     mrr_tl_write(wb_put_cb, w, end_ns, h.peak_live_bytes, h.live_bytes_at_exit, h.live_objects_at_exit, h.ticks);
+    mrr_heap_write(wb_put_cb, w, ns);
     mrr_write_all(fd, w->buf, w->len);
     munmap(w, sizeof *w);
     if (close(fd) == 0)

@@ -585,6 +585,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         t1 = fenced_time();
     void *raw, *p;
     unsigned alog = 4;
+    uintptr_t e0 = heap_end();
     if (align > 16) {
         alog = (unsigned)__builtin_ctzll(align);
         raw = __libc_memalign(align, n + align);
@@ -595,7 +596,11 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     }
     if (UNLIKELY(w))
         t2 = fenced_time();
+    if (UNLIKELY(heap_end() != e0))
+        mrr_heap_moved(site, e0, heap_end());
     if (LIKELY(p != NULL)) {
+        if (UNLIKELY(mmapped_chunk(raw)))
+            mrr_heap_mapped(site, 0, mmapped_chunk(raw));
         if (LIKELY(site != 0)) {
             note_alloc(ts, site, p, n, alog, align);
             if (UNLIKELY(w))
@@ -613,6 +618,16 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     }
     tls_guard--;
     return p;
+}
+
+/* After glibc's free of a chunk (mm: its size where mmapped) with the
+ * heap's end at e0 before it: what it gave back. */
+static inline void heap_after_free(uint32_t site, size_t mm, uintptr_t e0)
+{
+    if (UNLIKELY(mm))
+        mrr_heap_mapped(site, mm, 0);
+    else if (UNLIKELY(heap_end() != e0))
+        mrr_heap_moved(site, e0, heap_end());
 }
 
 /* The stack of a sampled free, counted on the freed object's site. */
@@ -636,9 +651,12 @@ static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site,
     uint64_t tb = now_time();
     uint64_t size = h->size_misc & SIZE_MASK;
     h->tag_site = 0;
+    size_t mm = mmapped_chunk(raw);
+    uintptr_t e0 = heap_end();
     uint64_t t1 = fenced_time();
     __libc_free(raw);
     uint64_t t2 = fenced_time();
+    heap_after_free(site, mm, e0);
     /* the free's end (t2 to the caller) is not timed: the fenced read's
      * part of it is taken off as for an allocation's */
     int64_t walk = timed(ta, tb);
@@ -666,6 +684,9 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra
         late_free(h, site);
     }
     h->tag_site = 0;
+    size_t mm = mmapped_chunk(raw);
+    uintptr_t e0 = heap_end();
     __libc_free(raw);
+    heap_after_free(site, mm, e0);
     tls_guard--;
 }

@@ -331,6 +331,24 @@ static inline void *raw_of(void *p, const struct hdr *h)
     return (char *)p - pad_of(hdr_alog(h));
 }
 
+/* The main heap's end, as glibc's brk wrapper keeps it (glibc exports it
+ * since 2.2.5): compared around glibc's calls, it tells a trim or a
+ * growth (heap.c). */
+extern void *__curbrk __attribute__((visibility("default"))); /* libc's, not hidden */
+static inline uintptr_t heap_end(void)
+{
+    return (uintptr_t)__curbrk;
+}
+
+/* The size of raw's glibc chunk where glibc mmapped it for this one
+ * allocation, else 0. */
+static inline size_t mmapped_chunk(const void *raw)
+{
+    uint64_t sz;
+    memcpy(&sz, (const char *)raw - 8, 8);
+    return (sz & 2u) ? (size_t)(sz & ~(uint64_t)7) : 0;
+}
+
 static inline size_t glibc_usable(void *raw)
 {
     if (g_usable)
@@ -485,6 +503,7 @@ static inline uint32_t sample_now(struct tstate *ts)
 
 struct gmerged {                 /* merged figures, under g_merge_mu */
     struct mra_site_stats m;
+    uint64_t heap_given, heap_retaken; /* heap.c's, under its mutex */
     struct mra_size_count msz[GSIZES];
     uint32_t nmsz, msz_overflow;
     uint64_t msz_other;
@@ -588,6 +607,13 @@ void mrr_thread_exit(void *arg);
 void mrr_flush_all(bool closing);
 /* profile_out.c */
 void mrr_write_profile(uint64_t end_ns);
+
+/* heap.c: the heap's end moved around a glibc call for site's object
+ * (0: no site), or an mmapped chunk of old_bytes became new_bytes (either
+ * 0: none); the heap section written */
+COLD void mrr_heap_moved(uint32_t site, uintptr_t before, uintptr_t after);
+COLD void mrr_heap_mapped(uint32_t site, size_t old_bytes, size_t new_bytes);
+void mrr_heap_write(void (*put)(void *, const void *, size_t), void *ctx, uint32_t nsites);
 /* timeline.c: started after the clocks' calibration; a point offered at a
  * timed sample's time t (clock units); the section written through put */
 void mrr_tl_start(void);

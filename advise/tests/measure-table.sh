@@ -20,7 +20,8 @@
 # the advised allocator's calls itself, against its malloc mode: CPU time,
 # median of ROUNDS paired rounds, lowest-highest).  Real programs
 # that are not installed are skipped: lua5.4, sqlite3, xmllint
-# (libxml2-utils) and jq, on inputs the script makes in a private folder.
+# (libxml2-utils), jq and git, on inputs the script makes in a private
+# folder (git: this project's own history).
 # MEASURE_TABLE_KEEP=DIR keeps each program's whole report in DIR.
 set -u
 build=$(cd "$1" && pwd)
@@ -117,3 +118,4 @@ row "lua5.4 bench.lua 20" /dev/null lua5.4 "$root/integrations/lua/tests/bench.l
 row "sqlite3 workload" "$work/sqlite.sql" sqlite3 :memory:
 row "xmllint --noout (34 MB)" /dev/null xmllint --noout "$work/doc.xml"
 row "jq length (14 MB)" /dev/null jq length "$work/doc.json"
+row "git log -p -n 400" /dev/null git -C "$root" log -p -n 400

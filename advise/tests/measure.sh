@@ -7,7 +7,8 @@
 #
 # One round (timing is never a pass/fail here): the table has the glibc
 # run, the plan's run, the runtime's alone (the allocators' saving is the
-# difference of the last two) and each planned site alone on its allocator and on
+# difference of the last two), glibc keeping its memory (against the
+# predicted cost of memory given back and taken again) and each planned site alone on its allocator and on
 # its alternative; the verdict names, for every planned site, the allocator
 # that saved most (or none) and how many sites the advice held at; no run
 # changed the program's output or exit status.
@@ -26,6 +27,9 @@ grep -q '^  memres (the plan) ' "$r" || fail "no plan row"
 grep -q '^  the runtime alone ' "$r" || fail "no row of the runtime alone (identification, glibc's allocators)"
 grep -Eq "^  the allocators' saving \(the runtime-alone run less the plan's, per round\): -?[0-9.]+ ms" "$r" \
   || fail "no allocators' saving"
+grep -q '^  glibc, memory kept ' "$r" || fail "no row of glibc keeping its memory"
+grep -Eq '^  saved -?[0-9.]+ ms \(.*\), against the predicted [0-9.]+ ms of memory given back and$' "$r" \
+  || fail "no line of what glibc's memory kept saved"
 grep -Eq 'DIFFERS' "$r" && fail "a run changed the output or exit status"
 nsites=$(grep -Ec '^  site [0-9]+ alone, ' "$r")
 [ "$nsites" -ge 2 ] || fail "fewer than two per-site rows ($nsites)"

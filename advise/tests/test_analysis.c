@@ -863,6 +863,10 @@ static void test_glibc_timed(void **state)
     assert_near(timed_saving(10000000, 0, 20000, true), 1e6 * (30 - 4), 1e-6);
     /* too few samples: the calibration's 30 ns a pair */
     assert_near(timed_saving(50000000, 0, 199, true), 1e6 * (30 - 4), 1e-6);
+    /* ... but never more than the samples add up to, with four standard
+     * errors of their count: 100 samples of 10 ms in all allow 14 ms */
+    assert_near(timed_saving(10000000, 0, 100, true), 1e6 * (14 - 4), 1e-6);
+    assert_near(timed_saving(40000000, 30000000, 100, true), 1e6 * (30 - 4), 1e-6);
     /* the calibration timed a pair as the recorder does at 40 ns, 30 in a
      * loop: 5 ns of fencing off each of the 2,000,000 calls */
     unsigned cl = mra_cost_class(48);
@@ -1164,9 +1168,12 @@ static void test_order_and_reports(void **state)
 
 /* Writes a profile of version `version` with one site (stack c) and, from
  * version 5 on, the timeline section th and its points (th.npoints of
- * them; fewer written: ngiven). */
-static void write_profile(const char *path, uint32_t version, const cap *c, const struct mra_timeline_header *th,
-                          const struct mra_timeline_point *pts, uint32_t ngiven)
+ * them; fewer written: ngiven), from version 6 on the heap section heap
+ * and its nhsites sites (write_profile: none). */
+static void write_profile_heap(const char *path, uint32_t version, const cap *c,
+                               const struct mra_timeline_header *th, const struct mra_timeline_point *pts,
+                               uint32_t ngiven, const struct mra_heap_header *heap,
+                               const struct mra_heap_site *hsites, uint32_t nhsites)
 {
     synth s;
     synth_init(&s, RUN_NS, 16u << 20);
@@ -1189,7 +1196,17 @@ static void write_profile(const char *path, uint32_t version, const cap *c, cons
         assert_int_equal(fwrite(th, sizeof *th, 1, f), 1);
         assert_int_equal(fwrite(pts, sizeof *pts, ngiven, f), ngiven);
     }
+    if (heap) {
+        assert_int_equal(fwrite(heap, sizeof *heap, 1, f), 1);
+        assert_int_equal(fwrite(hsites, sizeof *hsites, nhsites, f), nhsites);
+    }
     assert_int_equal(fclose(f), 0);
+}
+
+static void write_profile(const char *path, uint32_t version, const cap *c, const struct mra_timeline_header *th,
+                          const struct mra_timeline_point *pts, uint32_t ngiven)
+{
+    write_profile_heap(path, version, c, th, pts, ngiven, NULL, NULL, 0);
 }
 
 /* The analysis of the profile at path, its JSON report parsed into doc and
@@ -1274,6 +1291,48 @@ static void test_profile_versions(void **state)
     free(page);
     result_free(&r);
     mra_profile_free(&p);
+
+    /* version 6: the heap section -- what glibc gave back and took again --
+     * on the run and on the site it names, costed at the calibration's
+     * page_fault (here 0: no time; 2 us a page below) */
+    struct mra_heap_header heap = { .given_back_bytes = 64u << 20, .given_back_events = 16,
+                                    .retaken_bytes = 60u << 20, .retaken_events = 15, .grown_bytes = 80u << 20,
+                                    .nsites = 2 };
+    const struct mra_heap_site hs[2] = { { .site = 1, .given_back_bytes = 64u << 20, .retaken_bytes = 40u << 20 },
+                                         { .site = 9, .retaken_bytes = 20u << 20 } };
+    for (unsigned k = 0; k < MRA_COST_CLASSES; k++)
+        costs.page_fault[k] = 2000;
+    write_profile_heap(path, 6, &c, &th, pts, 3, &heap, hs, 2);
+    analyze_file(path, &p, &r, &doc, &text, &page);
+    assert_int_equal(p.heap.nsites, 2);
+    assert_int_equal(r.a.heap.retaken_bytes, 60u << 20);
+    /* 15,360 pages at 2 us: 30.7 ms, 30.7% of the 100 ms run */
+    assert_near(r.a.heap_retaken_ns, 15360 * 2000.0, 1e-9);
+    assert_int_equal(r.a.sites[0].heap_given_back, 64u << 20);
+    assert_int_equal(r.a.sites[0].heap_retaken, 40u << 20);
+    const kj *hj = kj_get(&doc, "heap");
+    assert_true(kj_num(kj_get(hj, "given_back_bytes"), -1) == (double)(64u << 20));
+    assert_true(kj_num(kj_get(hj, "retaken_bytes"), -1) == (double)(60u << 20));
+    assert_true(kj_num(kj_get(hj, "retaken_ns"), -1) == 15360 * 2000.0);
+    assert_true(kj_num(kj_get(kj_at(kj_get(&doc, "sites"), 0), "heap_retaken_bytes"), -1) == (double)(40u << 20));
+    assert_contains(text, "glibc gave 64.0 MiB back to the system (16 trims and unmaps) and took 60.0 MiB of it "
+                          "again (15 times): pages faulted in a second time, about 30.7 ms");
+    assert_contains(text, "memory kept would save that: GLIBC_TUNABLES=");
+    assert_contains(text, "glibc's heap: its frees gave 64.0 MiB back to the system, its allocations took 40.0 MiB");
+    kj_free(&doc);
+    free(text);
+    free(page);
+    result_free(&r);
+    mra_profile_free(&p);
+    for (unsigned k = 0; k < MRA_COST_CLASSES; k++)
+        costs.page_fault[k] = 0;
+    /* a version 6 profile without its heap section, or naming more sites
+     * than the recorder writes */
+    write_profile(path, 6, &c, &th, pts, 3);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+    heap.nsites = MRA_HEAP_SITES + 1;
+    write_profile_heap(path, 6, &c, &th, pts, 3, &heap, hs, 2);
+    assert_int_equal(mra_profile_read(path, &p), -1);
 
     /* refused: a version before 4 or after this one, a section cut short,
      * more points than the recorder writes, a peak outside them */
