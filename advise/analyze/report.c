@@ -189,8 +189,8 @@ static void print_heap(FILE *o, const struct mra_analysis *a)
         return;
     fprintf(o, "  memory kept would save that: GLIBC_TUNABLES=%s for the unchanged program (or mallopt's "
                "M_TRIM_THRESHOLD and M_MMAP_THRESHOLD in it), an allocator that keeps what is freed, or memres "
-               "resources at the sites that took it again (below, \"glibc's heap\"); memres-advise measure "
-               "runs it so\n",
+               "resources at the sites whose frees gave it back (below, \"glibc's heap\"); memres-advise "
+               "measure runs it so\n",
             mra_keep_tunables);
 }
 
@@ -287,11 +287,14 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
                        "system calls): what its malloc, realloc and free took for these objects, under the recorder\n",
                     fmt_ns(b1, sizeof b1, (double)st->glibc_ns), fmt_count(b2, sizeof b2, st->glibc_samples),
                     fmt_ns(b3, sizeof b3, (double)st->glibc_slow_ns));
-        if (s->heap_given_back || s->heap_retaken)
-            fprintf(o, "  glibc's heap: its frees gave %s back to the system, its allocations took %s of what "
-                       "was given back again\n",
-                    fmt_bytes(b1, sizeof b1, (double)s->heap_given_back),
-                    fmt_bytes(b2, sizeof b2, (double)s->heap_retaken));
+        if (s->heap_given_back || s->heap_retaken) {
+            fprintf(o, "  glibc's heap: its frees gave %s back to the system",
+                    fmt_bytes(b1, sizeof b1, (double)s->heap_given_back));
+            if (s->heap_retaken)
+                fprintf(o, "; its chunks glibc mapped took %s of what was given back again",
+                        fmt_bytes(b2, sizeof b2, (double)s->heap_retaken));
+            fputc('\n', o);
+        }
         for (unsigned k = 0; k < s->nfreed; k++) {
             fprintf(o, "  freed (%.0f%% of the sampled frees):\n", 100 * s->freed[k].share);
             print_frames(o, s->freed[k].frames, s->freed[k].nframes);

@@ -98,11 +98,12 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         __libc_free(raw_of(p, h));
     }
     if (site != 0) {
-        size_t nm = mmapped_chunk((char *)np - HDR); /* the new chunk: alignment 16 */
-        if (UNLIKELY(mm != nm))
-            mrr_heap_mapped(site, mm, nm);
-        if (UNLIKELY(heap_end() != e0))
-            mrr_heap_moved(site, e0, heap_end());
+        /* an mmapped chunk that moved into the heap is unmapped (one that
+         * stays mapped, or becomes so, counts at its free) */
+        if (UNLIKELY(mm) && !mmapped_chunk((char *)np - HDR)) /* the new chunk: alignment 16 */
+            mrr_heap_unmapped(site, mm);
+        if (UNLIKELY(heap_end() < e0))
+            mrr_heap_trimmed(site, e0, heap_end());
     }
     struct hdr *nh = hdr_of(np);
     uint64_t chain = (nh->size_misc >> SIZE_BITS) & CHAIN_MAX;

@@ -585,7 +585,6 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         t1 = fenced_time();
     void *raw, *p;
     unsigned alog = 4;
-    uintptr_t e0 = heap_end();
     if (align > 16) {
         alog = (unsigned)__builtin_ctzll(align);
         raw = __libc_memalign(align, n + align);
@@ -596,11 +595,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     }
     if (UNLIKELY(w))
         t2 = fenced_time();
-    if (UNLIKELY(heap_end() != e0))
-        mrr_heap_moved(site, e0, heap_end());
     if (LIKELY(p != NULL)) {
-        if (UNLIKELY(mmapped_chunk(raw)))
-            mrr_heap_mapped(site, 0, mmapped_chunk(raw));
         if (LIKELY(site != 0)) {
             note_alloc(ts, site, p, n, alog, align);
             if (UNLIKELY(w))
@@ -620,14 +615,32 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     return p;
 }
 
-/* After glibc's free of a chunk (mm: its size where mmapped) with the
- * heap's end at e0 before it: what it gave back. */
-static inline void heap_after_free(uint32_t site, size_t mm, uintptr_t e0)
+/* glibc's free of raw's chunk, watching what it gives back (heap.c): a
+ * chunk above fastbin size (128 bytes, glibc's default; smaller ones stop
+ * in a bin) can end in a trim, an mmapped one (a page at least) is
+ * unmapped.  sz: the chunk's size word, flags in its low 3 bits.  (A
+ * program that lowers glibc.malloc.mxfast has trims this does not see.) */
+static COLD void free_watched(uint32_t site, void *raw, uint64_t sz)
 {
-    if (UNLIKELY(mm))
-        mrr_heap_mapped(site, mm, 0);
-    else if (UNLIKELY(heap_end() != e0))
-        mrr_heap_moved(site, e0, heap_end());
+    if (sz & 2u) {
+        __libc_free(raw);
+        mrr_heap_unmapped(site, (size_t)(sz & ~(uint64_t)7));
+        return;
+    }
+    uintptr_t e0 = heap_end();
+    __libc_free(raw);
+    if (UNLIKELY(heap_end() < e0))
+        mrr_heap_trimmed(site, e0, heap_end());
+}
+
+static inline void free_raw(uint32_t site, void *raw)
+{
+    uint64_t sz;
+    memcpy(&sz, (const char *)raw - 8, 8);
+    if (UNLIKELY(sz > 128 + 7))
+        free_watched(site, raw, sz);
+    else
+        __libc_free(raw);
 }
 
 /* The stack of a sampled free, counted on the freed object's site. */
@@ -651,12 +664,9 @@ static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site,
     uint64_t tb = now_time();
     uint64_t size = h->size_misc & SIZE_MASK;
     h->tag_site = 0;
-    size_t mm = mmapped_chunk(raw);
-    uintptr_t e0 = heap_end();
     uint64_t t1 = fenced_time();
-    __libc_free(raw);
+    free_raw(site, raw);
     uint64_t t2 = fenced_time();
-    heap_after_free(site, mm, e0);
     /* the free's end (t2 to the caller) is not timed: the fenced read's
      * part of it is taken off as for an allocation's */
     int64_t walk = timed(ta, tb);
@@ -684,9 +694,6 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra
         late_free(h, site);
     }
     h->tag_site = 0;
-    size_t mm = mmapped_chunk(raw);
-    uintptr_t e0 = heap_end();
-    __libc_free(raw);
-    heap_after_free(site, mm, e0);
+    free_raw(site, raw);
     tls_guard--;
 }

@@ -608,11 +608,13 @@ void mrr_flush_all(bool closing);
 /* profile_out.c */
 void mrr_write_profile(uint64_t end_ns);
 
-/* heap.c: the heap's end moved around a glibc call for site's object
- * (0: no site), or an mmapped chunk of old_bytes became new_bytes (either
- * 0: none); the heap section written */
-COLD void mrr_heap_moved(uint32_t site, uintptr_t before, uintptr_t after);
-COLD void mrr_heap_mapped(uint32_t site, size_t old_bytes, size_t new_bytes);
+/* heap.c: a glibc call for site's object (0: no site) lowered the heap's
+ * end from before to after (a trim), or unmapped a chunk of `bytes` that
+ * glibc had mapped for it; the heap's end at start-up; the heap section
+ * written */
+COLD void mrr_heap_trimmed(uint32_t site, uintptr_t before, uintptr_t after);
+COLD void mrr_heap_unmapped(uint32_t site, size_t bytes);
+void mrr_heap_start(void);
 void mrr_heap_write(void (*put)(void *, const void *, size_t), void *ctx, uint32_t nsites);
 /* timeline.c: started after the clocks' calibration; a point offered at a
  * timed sample's time t (clock units); the section written through put */

@@ -110,6 +110,7 @@ __attribute__((constructor(101))) static void rec_init(void)
     mrr_timer_calibrate();
     g_start_ns = mra_mono_ns();
     mrr_tl_start();
+    mrr_heap_start();
     atomic_compare_exchange_strong(&g_state, &expect, ST_REC);
 out:
     errno = e;
