@@ -15,7 +15,9 @@
 # the runtime alone, every call identified and served by glibc, less the
 # plan's run, per round: what a change in the source would save, the
 # prediction's counterpart), what the zero-cost limit saves in
-# the same rounds, the plan's peak RSS over glibc's, and for a known-answer
+# the same rounds, the plan's peak RSS over glibc's, the memory glibc gave
+# back and took again (its predicted cost against what glibc with its memory
+# kept saved, same rounds), and for a known-answer
 # program what the change in its source saves (its memres mode, which makes
 # the advised allocator's calls itself, against its malloc mode: CPU time,
 # median of ROUNDS paired rounds, lowest-highest).  Real programs
@@ -78,15 +80,15 @@ print("%.1f ms (%.1f-%.1f)" % (saved[len(saved) // 2], saved[0], saved[-1]))
 PY
 }
 
-echo "| program | plan | predicted | measured (lowest-highest round) | the allocators' saving (lowest-highest) | the source change (lowest-highest) | zero-cost limit | peak RSS / glibc |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| program | plan | predicted | measured (lowest-highest round) | the allocators' saving (lowest-highest) | the source change (lowest-highest) | zero-cost limit | peak RSS / glibc | memory given back and taken again: predicted / glibc with it kept saved |"
+echo "|---|---|---|---|---|---|---|---|---|"
 row() {
   local name=$1 input=$2
   shift 2
-  command -v "$1" >/dev/null 2>&1 || { echo "| $name | not installed | | | | | | |"; return; }
+  command -v "$1" >/dev/null 2>&1 || { echo "| $name | not installed | | | | | | | |"; return; }
   local rep=$work/report mode=""
   "$adv" measure --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
-  if grep -q "the plan routes no site" "$rep"; then
+  if grep -Eq "the plan routes no site|^  the plan: 0 sites" "$rep"; then
     mode="*"
     "$adv" measure --plan-candidates --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
   fi
@@ -99,11 +101,14 @@ row() {
     /^  zero-cost limit/ { zratio = $4; zsaved = $6 }
     /^  the allocators. saving/ { asaved = $12; aspread = $14; sub(/,$/, "", aspread) }
     /^  the plan:/ { sites = $3; for (i = 1; i <= NF; i++) if ($i == "predicted") pred = $(i + 1) }
+    /^  saved .* against the predicted .* of memory given back and$/ {
+      ksaved = $2; kspread = $5; sub(/\),$/, "", kspread); kpred = $(NF - 6) }
     END {
-      if (ratio == "") { printf "| %s | no plan run | | | | | | |\n", name; exit }
-      printf "| %s | %s site%s%s | %s ms | %s ms = %.1f%% %s | %s ms %s | %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
+      if (ratio == "") { printf "| %s | no plan run | | | | | | | |\n", name; exit }
+      printf "| %s | %s site%s%s | %s ms | %s ms = %.1f%% %s | %s ms %s | %s | %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
              pred, saved, 100 * (1 - ratio), spread, asaved, aspread, src,
-             zsaved == "" ? "-" : zsaved " ms = " sprintf("%.1f%%", 100 * (1 - zratio)), rss
+             zsaved == "" ? "-" : zsaved " ms = " sprintf("%.1f%%", 100 * (1 - zratio)), rss,
+             ksaved == "" ? "-" : kpred " ms / " ksaved " ms (" kspread ")"
     }' "$rep"
 }
 row "kat_trees 18" /dev/null "$kat/kat_trees" malloc 18

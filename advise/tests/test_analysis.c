@@ -872,6 +872,11 @@ static void test_glibc_timed(void **state)
     unsigned cl = mra_cost_class(48);
     costs.glibc_fenced[cl] = 40;
     assert_near(timed_saving(50000000, 0, 20001, true), 1e6 * (50 - 10 - 4), 1e-6);
+    /* the fences cost a call the same at any size: the least difference
+     * over the classes counts (2 ns at the next class: 4 ms off) */
+    costs.glibc_fenced[cl + 1] = costs.glibc[MRA_PAT_RANDOM][cl + 1] + 4;
+    assert_near(timed_saving(50000000, 0, 20001, true), 1e6 * (50 - 4 - 4), 1e-6);
+    costs.glibc_fenced[cl + 1] = 0;
     costs.glibc_fenced[cl] = 0;
 }
 
