@@ -347,11 +347,18 @@ static void data_run(FILE *f, const struct mra_analysis *a)
         { "nsites", (double)a->nsites_total },
         { "min_share", a->opts.th.min_share },
         { "total_predicted_saving_ns", a->total_saving_ns },
+        { "heap_given_back_bytes", (double)a->heap.given_back_bytes },
+        { "heap_given_back_events", (double)a->heap.given_back_events },
+        { "heap_retaken_bytes", (double)a->heap.retaken_bytes },
+        { "heap_retaken_events", (double)a->heap.retaken_events },
+        { "heap_retaken_ns", a->heap_retaken_ns },
     };
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
         fprintf(f, ",\"%s\":", nums[i].name);
         data_num(f, nums[i].v);
     }
+    fputs(",\"keep_tunables\":", f);
+    data_string(f, mra_keep_tunables, SIZE_MAX);
     fputs(",\"costs_machine\":", f);
     data_string(f, a->costs.machine, sizeof a->costs.machine);
     fputs(",\"folded\":[", f);

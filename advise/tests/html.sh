@@ -6,12 +6,14 @@
 #       records PROGRAM with --html, --json and --plan, and checks the page
 #       as a file: one document, its data in one JSON script element with
 #       no "</" inside, nothing it would fetch (no http(s)://, src=, url(),
-#       @import), the program's site and the timeline of live bytes in it.
+#       @import), the program's site, the timeline of live bytes and the
+#       figures of glibc's heap in it.
 #       With --browser it also loads the page in headless Chromium: the
 #       page's script must end without an exception (it sets the title
 #       "memres-advise: ok"; an error sets "memres-advise: error ..."), the
-#       sites table, the flame graph and the chart of live bytes (its line
-#       and its peak) must be drawn, and a screenshot must come out.
+#       sites table, the flame graph, the summary's row of glibc's heap and
+#       the chart of live bytes (its line and its peak) must be drawn, and a
+#       screenshot must come out.
 #   html.sh big HTML_PAGE WORKDIR N LIMIT_MS
 #       writes the page of a synthetic analysis of N sites (html_page.c)
 #       and loads it in headless Chromium three times: it must render
@@ -85,9 +87,12 @@ page)
   grep -q '"plan":{' "$page" || fail "the page's data has no plan"
   grep -q '"timeline":{"peak":[0-9]*,"interval_ns":[0-9]*,"points":\[\[0,0,0,0\],' "$page" ||
     fail "the page's data has no timeline of live bytes"
+  grep -q '"heap_given_back_bytes":[0-9]*,"heap_given_back_events":[0-9]*,"heap_retaken_bytes":[0-9]*' "$page" ||
+    fail "the page's data has no figures of glibc's heap"
   echo "html.sh: $(basename "$1"): a self-contained page of $(wc -c <"$page") bytes"
   if [ $browser = 1 ]; then
     load "$work" "$page"
+    grep -q "<td>glibc's heap</td><td>" "$work/dom.html" || fail "no summary row of glibc's heap ($work/dom.html)"
     for part in 'id="livechart"' 'class="live-line"' 'class="live-peak"'; do
       grep -q "$part" "$work/dom.html" || fail "the chart of live bytes was not drawn: no $part ($work/dom.html)"
     done
