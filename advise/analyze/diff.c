@@ -42,6 +42,8 @@ struct dreport {
     struct mra_json doc;
     const char *program;
     double run_ns, allocations, bytes, saving_ns, glibc_ns;
+    double heap_retaken, heap_retaken_ns; /* memory glibc gave back and took again (0: none, or
+                                             a report from before the heap section) */
     struct dsite *s;
     size_t n;
 };
@@ -188,6 +190,9 @@ static int load(struct dreport *r, const char *path)
     r->allocations = mra_json_num(mra_json_get(&r->doc, "allocations"), 0);
     r->bytes = mra_json_num(mra_json_get(&r->doc, "bytes"), 0);
     r->saving_ns = mra_json_num(mra_json_get(&r->doc, "total_predicted_saving_ns"), 0);
+    const struct mra_json *heap = mra_json_get(&r->doc, "heap");
+    r->heap_retaken = mra_json_num(mra_json_get(heap, "retaken_bytes"), 0);
+    r->heap_retaken_ns = mra_json_num(mra_json_get(heap, "retaken_ns"), 0);
     if (read_sites(r) != 0)
         return -1;
     sort_and_merge(r);
@@ -302,6 +307,8 @@ static int compare(const struct dreport *A, const struct dreport *B)
     figure("bytes", A->bytes, B->bytes, false);
     figure("glibc time", A->glibc_ns, B->glibc_ns, true);
     figure("predicted saving", A->saving_ns, B->saving_ns, true);
+    figure("heap taken again", A->heap_retaken, B->heap_retaken, false);
+    figure("heap re-fault cost", A->heap_retaken_ns, B->heap_retaken_ns, true);
     printf("      %-18s %zu -> %zu: %zu in both (%zu changed, %zu the same), %zu only in A, %zu only in B\n",
            "sites", A->n, B->n, nboth + nsame, nboth, nsame, nonly_a, nonly - nonly_a);
     if (nboth == 0 && nonly == 0) {

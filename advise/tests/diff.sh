@@ -39,6 +39,7 @@ grep -q '^changed sites' ab.out || fail "no changed site listed ($work/ab.out)"
 src=$(basename "$prog").c
 grep -qE "^  #[0-9]+ -> #[0-9]+  .*$src:[0-9]+" ab.out || fail "no changed site of $src named ($work/ab.out)"
 grep -qE '^      allocations +[0-9]+ -> [0-9]+  \(\+[0-9]+' ab.out || fail "no allocations old -> new (+change) ($work/ab.out)"
+grep -qE '^      heap taken again +[0-9]+ -> [0-9]+' ab.out || fail "no heap taken again old -> new ($work/ab.out)"
 echo "diff.sh: A -> B:"
 head -14 ab.out | sed 's/^/  /'
 
