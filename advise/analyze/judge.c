@@ -445,7 +445,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     const double *mcr = memres_costs(c, r, m->thread_safe);
     if (mcr)
         (void)memres_part(s, mcr, c, m->pattern, r, timed_model(s, th), &calib);
-    double timed = glibc_timed(s, r, c) * a->glibc_scale;
+    double timed = glibc_timed(s, r, c) * a->glibc_scale, cap = sparse_cap(s, a, th);
     if (timed_model(s, th) && timed >= calib)
         snprintf(costed, sizeof costed,
                  "glibc as timed in the run: %.1f ms of %.1f ms (its calls over 1 us, %.1f ms, counted at the "
@@ -457,12 +457,12 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
                  "glibc costed as %s (this machine's calibration, %.1f ms: more than the run timed, %.1f ms of "
                  "%.1f ms, and glibc in a program costs at least what it costs in the calibration's loops)",
                  patname[m->pattern], calib / 1e6, timed / 1e6, (double)s->glibc_ns / 1e6);
-    else if (calib > sparse_cap(s, a, th))
+    else if (calib > cap)
         snprintf(costed, sizeof costed,
                  "glibc costed as %s (this machine's calibration, %.1f ms, held to what the run's %llu timed "
                  "samples allow: %.1f ms of them, %.1f ms with their error)",
                  patname[m->pattern], calib / 1e6, (unsigned long long)s->glibc_samples,
-                 (double)s->glibc_ns * a->glibc_scale / 1e6, sparse_cap(s, a, th) / 1e6);
+                 (double)s->glibc_ns * a->glibc_scale / 1e6, cap / 1e6);
     else
         snprintf(costed, sizeof costed, "glibc costed as %s (this machine's calibration)", patname[m->pattern]);
     if (c->glibc[m->pattern][MRA_COST_CLASSES / 2] <= 0) {

@@ -55,12 +55,20 @@ static void given(struct gmerged *mg, uint64_t d)
         mg->heap_given += d;
 }
 
+/* The heap's growth since the last event, its end now at end (under
+ * heap_mu): taken from what was given back before. */
+static void grown_to(uintptr_t end)
+{
+    if (end > heap_last)
+        taken(NULL, end - heap_last);
+    heap_last = end;
+}
+
 COLD void mrr_heap_trimmed(uint32_t site, uintptr_t before, uintptr_t after)
 {
     pthread_mutex_lock(&heap_mu);
     struct gmerged *mg = merged_of(site);
-    if (before > heap_last)
-        taken(NULL, before - heap_last);
+    grown_to(before);
     given(mg, before - after);
     heap_last = after;
     pthread_mutex_unlock(&heap_mu);
@@ -74,11 +82,7 @@ COLD void mrr_heap_unmapped(uint32_t site, size_t bytes)
 {
     pthread_mutex_lock(&heap_mu);
     struct gmerged *mg = merged_of(site);
-    /* the heap's growth so far took from what was given back before */
-    uintptr_t end = heap_end();
-    if (end > heap_last)
-        taken(NULL, end - heap_last);
-    heap_last = end;
+    grown_to(heap_end());
     taken(mg, bytes);
     given(mg, bytes);
     pthread_mutex_unlock(&heap_mu);
@@ -98,11 +102,7 @@ void mrr_heap_write(void (*put)(void *, const void *, size_t), void *ctx, uint32
     struct mra_heap_site top[MRA_HEAP_SITES + 1];
     uint32_t n = 0;
     pthread_mutex_lock(&heap_mu);
-    /* the growth since the last trim */
-    uintptr_t end = heap_end();
-    if (end > heap_last)
-        taken(NULL, end - heap_last);
-    heap_last = end;
+    grown_to(heap_end());
     struct mra_heap_header h = heap;
     for (uint32_t i = 1; i <= nsites; i++) {
         const struct gmerged *mg = g_sites[i]->mg;

@@ -635,8 +635,7 @@ static COLD void free_watched(uint32_t site, void *raw, uint64_t sz)
 
 static inline void free_raw(uint32_t site, void *raw)
 {
-    uint64_t sz;
-    memcpy(&sz, (const char *)raw - 8, 8);
+    uint64_t sz = chunk_word(raw);
     if (UNLIKELY(sz > 128 + 7))
         free_watched(site, raw, sz);
     else

@@ -340,12 +340,20 @@ static inline uintptr_t heap_end(void)
     return (uintptr_t)__curbrk;
 }
 
+/* The size word of raw's glibc chunk: the size, flags in the low 3 bits
+ * (2: mmapped for this one allocation). */
+static inline uint64_t chunk_word(const void *raw)
+{
+    uint64_t sz;
+    memcpy(&sz, (const char *)raw - 8, 8);
+    return sz;
+}
+
 /* The size of raw's glibc chunk where glibc mmapped it for this one
  * allocation, else 0. */
 static inline size_t mmapped_chunk(const void *raw)
 {
-    uint64_t sz;
-    memcpy(&sz, (const char *)raw - 8, 8);
+    uint64_t sz = chunk_word(raw);
     return (sz & 2u) ? (size_t)(sz & ~(uint64_t)7) : 0;
 }
 
@@ -354,8 +362,7 @@ static inline size_t glibc_usable(void *raw)
     if (g_usable)
         return g_usable(raw);
     /* glibc 2.36 musable(): chunk size minus its overhead */
-    uint64_t sz;
-    memcpy(&sz, (char *)raw - 8, 8);
+    uint64_t sz = chunk_word(raw);
     size_t cs = (size_t)(sz & ~(uint64_t)7);
     return (sz & 2u) ? cs - 16u : cs - 8u;
 }
