@@ -11,6 +11,7 @@
 #ifndef MEMRES_ADVISE_ANALYSIS_H
 #define MEMRES_ADVISE_ANALYSIS_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +57,22 @@ char *mra_find_library(const char *name, const char *envvar);
 int mra_run(char **argv, const struct mra_launch *l, struct mra_child *c);
 /* User + system time of the child. */
 double mra_child_cpu_ns(const struct mra_child *c);
+
+/* The CPUs this process may run on (sched_getaffinity), to run a
+ * measurement on one of them at a time: a shared host slows one virtual CPU
+ * for minutes (a loop of malloc/free pairs: 6.4 ns on one of this VM's two,
+ * 12.6 on the other).  n = 0 where there is one, or the mask is unknown:
+ * nothing is pinned. */
+#define MRA_CPUS_MAX 256u
+struct mra_cpus {
+    cpu_set_t all;
+    unsigned id[MRA_CPUS_MAX];
+    unsigned n;
+};
+void mra_cpus_get(struct mra_cpus *c);
+/* This thread, and the processes it starts, on the (k mod n)-th CPU; on
+ * all of them again for k < 0. */
+void mra_cpus_pin(const struct mra_cpus *c, int k);
 
 /* ---- the profile as written (profile.c) ---- */
 
@@ -257,8 +274,11 @@ struct mra_behind {
 
 struct mra_analysis {
     struct mra_profile_header h;
-    double program_ns;           /* the program's own time: end_ns - start_ns - recorder_ns */
+    double program_ns;           /* the program's own time: the recorded run's CPU time less the
+                                    recorder's in its hooks, at least program_floor_ns */
     double recorded_ns;          /* end_ns - start_ns: the run under the recorder */
+    double program_floor_ns;     /* glibc's calls at the calibration's warmest: the least
+                                    program_ns is (the hooks' estimate can leave less) */
     struct mra_site *sites;      /* by predicted saving, then bytes, descending */
     size_t nsites;
     const char **folded;         /* functions folded as wrappers (seen in stacks) */
@@ -277,6 +297,8 @@ struct mra_analysis {
     struct mra_heap_header heap; /* the profile's heap section, copied */
     double heap_retaken_ns;      /* what faulting the re-taken pages in again cost, at this
                                     machine's page_fault cost (0: not calibrated) */
+    double slow_scale;           /* the share of the sites' slow calls counted as memory taken
+                                    again that the heap section allows (0..1) */
 };
 
 /* Folds, merges, judges and costs p's sites.  0, or -1 with a message. */
@@ -356,6 +378,7 @@ struct mra_planned {
     const char *dir;             /* where each site's own plan goes (NULL: none) */
     enum mra_plan_mode mode;
     double program_ns;           /* the program's own time in the recorded run */
+    unsigned threads;            /* the recorded run's threads */
     double min_share;            /* the 2% rule, as a fraction */
     double predicted_ns;         /* over the planned sites */
     double heap_retaken_ns;      /* the analysis's: memory glibc gave back and took again */

@@ -5,8 +5,8 @@
  * or rewind included), by log2 size class.
  *
  * The measurement takes about two seconds: MEASURED classes are measured
- * (each cell the least of REPS runs of about CELL_NS each: what else runs
- * on the machine only ever adds), the classes
+ * (each cell the least of REPS runs of about CELL_NS each, in passes over
+ * every cell: what else runs on the machine only ever adds), the classes
  * between them are interpolated linearly in the class number, those below
  * the first take its value, those above the last its value.  Every
  * allocation is written, one byte per 4 KiB page (its first byte for small
@@ -51,7 +51,7 @@
 #endif
 
 #define COSTS_VERSION 1u
-#define COST_MODEL 6u /* the cells as measured: a cache of another model is measured again */
+#define COST_MODEL 7u /* the cells as measured: a cache of another model is measured again */
 #define COSTS_MAGIC "memres-advise costs v1"
 
 /* The classes measured: 8, 32, 128, 512 B, 2, 8, 64 KiB, 1 MiB. */
@@ -283,21 +283,25 @@ static inline uint64_t fenced_tsc(void)
 }
 
 /* The random pattern as the recorder times it: each free and malloc
- * between two fenced reads, the least empty interval taken off (the
- * recorder takes off the average: an upper bound of this), summed per
- * pair and converted to ns by the counter's rate over the run.  Fencing
+ * between two fenced reads, less the mean empty interval, as the recorder
+ * takes it off (mra_empty_interval; the counter steps by 26 cycles on this
+ * project's virtual machines, so the least of a few hundred empty
+ * intervals, taken off before, was one step or two from one calibration
+ * to the next, and this cell 19 or 37 ns a pair at 32 bytes), per pair,
+ * converted to ns by the counter's rate over the run.  Fencing
  * serialises the call: no overlap with the code around it, as in a
  * program, so the sum is above the loop's own time per pair; the
  * difference is what the run's timed samples overstate. */
 static double run_glibc_fenced(size_t size, void **v)
 {
     size_t n = live_count(size, 4096);
-    uint64_t s = 0x9e3779b97f4a7c15ull, least = UINT64_MAX;
-    for (int i = 0; i < 256; i++) {
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    static uint32_t iv[2000];
+    for (unsigned i = 0; i < 2000; i++) {
         uint64_t a = fenced_tsc(), b = fenced_tsc();
-        if (b - a < least)
-            least = b - a;
+        iv[i] = (uint32_t)(b - a);
     }
+    double empty = mra_empty_interval(iv, 2000);
     for (size_t i = 0; i < n; i++) {
         v[i] = malloc(size);
         touch(v[i], size);
@@ -312,14 +316,14 @@ static double run_glibc_fenced(size_t size, void **v)
             v[i] = malloc(size);
             uint64_t t3 = fenced_tsc();
             touch(v[i], size);
-            sum += (t2 - t1) + (t3 - t2) - 2 * least;
+            sum += (t2 - t1) + (t3 - t2);
         }
         pairs += 64;
     } while (mra_mono_ns() - m0 < CELL_NS);
     double ns_per_tick = (double)(mra_mono_ns() - m0) / (double)((uint64_t)__rdtsc() - c0);
     for (size_t i = 0; i < n; i++)
         free(v[i]);
-    return (double)sum * ns_per_tick / (double)pairs;
+    return ((double)sum / (double)pairs - 2 * empty) * ns_per_tick;
 }
 #else
 static double run_glibc_fenced(size_t size, void **v)
@@ -595,12 +599,6 @@ static double run_cell(int s, size_t size, void **v)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void machine_name(char *out, size_t n)
 {
     char model[96] = "unknown CPU";
@@ -636,6 +634,24 @@ static void machine_name(char *out, size_t n)
             *p = ' ';
 }
 
+/* The classes of series s, and how many. */
+static const unsigned *series_classes(int s, size_t *nc)
+{
+    /* a page fault costs the same whatever the class: one cell, every
+     * class its value */
+    static const unsigned FAULT_CLASS[] = {12};
+    *nc = s >= S_BIG ? NMEASURED_BIG : s == S_FAULT ? 1 : NMEASURED;
+    return s >= S_BIG ? MEASURED_BIG : s == S_FAULT ? FAULT_CLASS : MEASURED;
+}
+
+/* Whether pass p of REPS measures series s: every pass the small cells,
+ * the first and the last the big ones (REPS_BIG of them). */
+_Static_assert(REPS_BIG == 2, "series_in_pass: the big series' passes");
+static bool series_in_pass(int s, int p)
+{
+    return s < S_BIG || p == 0 || p == REPS - 1;
+}
+
 int mra_costs_measure(struct mra_costs *c)
 {
     memset(c, 0, sizeof *c);
@@ -648,46 +664,67 @@ int mra_costs_measure(struct mra_costs *c)
     }
     /* a warm-up, so that the first cell does not pay for the heap's growth */
     (void)run_glibc_random(64, v, live_count(64, 4096));
+    /* Each cell is the least of its runs, and its runs are spread over the
+     * whole calibration: pass after pass over every cell, not one cell's
+     * runs back to back, and each pass on another of the CPUs the process
+     * may use.  A shared host slows a stretch of time or one virtual CPU,
+     * not a cell: measured back to back, one calibration's small glibc
+     * cells came to 8.5 ns a pair and the next one's, a second later, to
+     * 14.6; a loop of malloc/free pairs took 6.4 ns on one of this VM's two
+     * CPUs and 12.6 on the other for minutes.  The passes go in two
+     * phases: S_BATCH_KEPT changes glibc's settings for good. */
+    double m[NSERIES][NMEASURED];
+    for (int s = 0; s < NSERIES; s++)
+        for (size_t k = 0; k < NMEASURED; k++)
+            m[s][k] = HUGE_VAL;
+    struct mra_cpus cpus;
+    mra_cpus_get(&cpus);
+    static const int PHASE[] = {0, S_BATCH_KEPT, NSERIES};
+    for (int ph = 0; ph < 2; ph++)
+        for (int p = 0; p < REPS; p++)
+            for (int s = PHASE[ph]; s < PHASE[ph + 1]; s++) {
+                if (!series_in_pass(s, p))
+                    continue;
+                /* another thread frees the remote series' objects: the
+                 * process's own CPUs, not one */
+                mra_cpus_pin(&cpus, s == S_REMOTE || s == S_POOLS_TS ? -1 : p);
+                size_t nc;
+                const unsigned *classes = series_classes(s, &nc);
+                for (size_t k = 0; k < nc; k++) {
+                    double r = run_cell(s, class_size(classes[k]), v);
+                    if (r < m[s][k])
+                        m[s][k] = r;
+                }
+            }
+    mra_cpus_pin(&cpus, -1);
+    free(v);
     for (int s = 0; s < NSERIES; s++) {
         double *row = series_row(c, s);
-        /* a page fault costs the same whatever the class: one cell, every
-         * class its value */
-        static const unsigned FAULT_CLASS[] = {12};
-        const unsigned *classes = s >= S_BIG ? MEASURED_BIG : s == S_FAULT ? FAULT_CLASS : MEASURED;
-        size_t nc = s >= S_BIG ? NMEASURED_BIG : s == S_FAULT ? 1 : NMEASURED;
-        int reps = s >= S_BIG ? REPS_BIG : REPS;
-        double m[NMEASURED];
-        for (size_t k = 0; k < nc; k++) {
-            size_t size = class_size(classes[k]);
-            double r[REPS];
-            for (int i = 0; i < reps; i++)
-                r[i] = run_cell(s, size, v);
-            qsort(r, (size_t)reps, sizeof r[0], cmp_double);
-            m[k] = r[0];
-            if (!(m[k] > 0) && s != S_FENCED) {
-                free(v);
-                fprintf(stderr, "memres-advise: calibration of %s at %zu bytes failed\n", SERIES_NAME[s], size);
+        size_t nc;
+        const unsigned *classes = series_classes(s, &nc);
+        for (size_t k = 0; k < nc; k++)
+            if (!(m[s][k] > 0) && s != S_FENCED) {
+                fprintf(stderr, "memres-advise: calibration of %s at %zu bytes failed\n", SERIES_NAME[s],
+                        class_size(classes[k]));
                 return -1;
             }
-        }
         /* interpolate linearly in the class number between measured classes */
         for (unsigned cl = 0; cl < MRA_COST_CLASSES; cl++) {
             if (cl <= classes[0]) {
-                row[cl] = m[0];
+                row[cl] = m[s][0];
                 continue;
             }
             if (cl >= classes[nc - 1]) {
-                row[cl] = m[nc - 1];
+                row[cl] = m[s][nc - 1];
                 continue;
             }
             size_t k = 0;
             while (classes[k + 1] < cl)
                 k++;
             double f = (double)(cl - classes[k]) / (double)(classes[k + 1] - classes[k]);
-            row[cl] = m[k] + f * (m[k + 1] - m[k]);
+            row[cl] = m[s][k] + f * (m[s][k + 1] - m[s][k]);
         }
     }
-    free(v);
     return 0;
 }
 

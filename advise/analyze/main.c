@@ -240,6 +240,7 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
     if (!pl || rc)
         return rc;
     pl->program_ns = a->program_ns;
+    pl->threads = (unsigned)a->h.threads;
     pl->min_share = a->opts.th.min_share;
     pl->heap_retaken_ns = a->heap_retaken_ns;
     for (size_t i = 0; i < a->nsites; i++) {

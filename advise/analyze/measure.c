@@ -308,8 +308,17 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     int status0 = -1;
     unsigned rounds = o->rounds;
     int rc = 0;
+    /* a round's runs on one CPU, the next round's on the next: what one
+     * virtual CPU runs slower for a while weighs on every variant of the
+     * round alike, and the paired ratios cancel it.  A program of several
+     * threads runs on all of them. */
+    struct mra_cpus cpus;
+    mra_cpus_get(&cpus);
+    if (pl->threads > 1)
+        cpus.n = 0;
     for (unsigned r = 0; r < rounds && rc == 0; r++) {
         mra_progress("measure", r, rounds);
+        mra_cpus_pin(&cpus, (int)r);
         double cpu[MAX_VARIANTS], rss[MAX_VARIANTS];
         for (unsigned k = 0; k < nv; k++) {
             unsigned i = r % 2 ? nv - 1 - k : k;
@@ -346,13 +355,14 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
             v->runs++;
         }
     }
+    mra_cpus_pin(&cpus, -1);
     mra_progress_end();
     if (rc == 0) {
         double g = median(vs[0].cpu, vs[0].runs, NULL, NULL);
-        fprintf(f, "\nmeasured: %u rounds, each variant once a round in alternating order; CPU time (user +\n"
+        fprintf(f, "\nmeasured: %u rounds, each variant once a round in alternating order%s; CPU time (user +\n"
                    "system) and peak RSS of the program; ratios are to glibc's run of the same round\n"
                    "(median, lowest-highest)\n\n",
-                rounds);
+                rounds, cpus.n ? ", a round's runs on one CPU (the next round on the next)" : "");
         fprintf(f, "  %-22s %10s  %-22s %12s %10s  %s\n", "variant", "CPU ms", "ratio to glibc", "saving ms",
                 "peak RSS", "RSS ratio");
         for (unsigned i = 0; i < nv; i++) {

@@ -250,3 +250,31 @@ int mra_exit_as(int status)
     }
     return 1;
 }
+
+/* ---- the CPUs a run may use ---- */
+
+void mra_cpus_get(struct mra_cpus *c)
+{
+    c->n = 0;
+    if (sched_getaffinity(0, sizeof c->all, &c->all) != 0)
+        return;
+    for (unsigned i = 0; i < CPU_SETSIZE && c->n < MRA_CPUS_MAX; i++)
+        if (CPU_ISSET(i, &c->all))
+            c->id[c->n++] = i;
+    if (c->n < 2)
+        c->n = 0;
+}
+
+void mra_cpus_pin(const struct mra_cpus *c, int k)
+{
+    if (c->n == 0)
+        return;
+    if (k < 0) {
+        (void)sched_setaffinity(0, sizeof c->all, &c->all);
+        return;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c->id[(unsigned)k % c->n], &one);
+    (void)sched_setaffinity(0, sizeof one, &one);
+}

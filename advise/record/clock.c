@@ -32,28 +32,31 @@ void mrr_clock_calibrate(void)
 
 /* What an interval timed with nothing in it reads on average (the clock
  * steps by 26 cycles on this project's virtual machines, so one sample is
- * coarse; their sum is not): taken off each timed sample. */
+ * coarse; their mean is not: mra_empty_interval), taken off each timed
+ * sample; the least plain one for the recorder's own parts. */
 void mrr_timer_calibrate(void)
 {
-    uint64_t sum = 0, least = UINT64_MAX, pf = 0, fp = 0;
-    for (int i = 0; i < 2000; i++) {
+    enum { N = 2000 };
+    static uint32_t ff[N], pf[N], fp[N];
+    uint64_t least = UINT64_MAX;
+    for (int i = 0; i < N; i++) {
         uint64_t a = fenced_time(), b = fenced_time();
-        sum += b - a;
+        ff[i] = (uint32_t)(b - a);
         a = now_time();
         b = now_time();
         if (b - a < least)
             least = b - a;
         a = now_time();
         b = fenced_time();
-        pf += b - a;
+        pf[i] = (uint32_t)(b - a);
         a = fenced_time();
         b = now_time();
-        fp += b - a;
+        fp[i] = (uint32_t)(b - a);
     }
-    g_fenced_cost = (int64_t)(sum / 2000);
+    g_fenced_cost = (int64_t)mra_empty_interval(ff, N);
     g_timer_cost = (int64_t)least;
-    g_plain_fenced_cost = (int64_t)(pf / 2000);
-    g_fenced_plain_cost = (int64_t)(fp / 2000);
+    g_plain_fenced_cost = (int64_t)mra_empty_interval(pf, N);
+    g_fenced_plain_cost = (int64_t)mra_empty_interval(fp, N);
     /* in clock units: 20 us, and 1 us per page of the request (mmap,
      * munmap, a trim) */
     uint64_t us = g_use_tsc ? (UINT64_C(1000) << 32) / (g_tsc_mult ? g_tsc_mult : 1) : 1000;
