@@ -221,6 +221,43 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
     return memres;
 }
 
+/* glibc's warmest pair at size's class in this machine's calibration:
+ * the least over the patterns of one thread (0 without a calibration). */
+static double warmest_pair(const struct mra_costs *c, uint64_t size)
+{
+    unsigned cl = mra_cost_class(size);
+    if (cl >= MRA_COST_CLASSES)
+        cl = MRA_COST_CLASSES - 1;
+    double best = HUGE_VAL;
+    for (unsigned p = 0; p < MRA_PATTERNS; p++)
+        if (p != MRA_PAT_REMOTE && c->glibc[p][cl] > 0 && c->glibc[p][cl] < best)
+            best = c->glibc[p][cl];
+    return best < HUGE_VAL ? best : 0;
+}
+
+/* The least glibc can have taken for s's calls in the program: each
+ * allocation at glibc's warmest pair of its class (the calibration's loops
+ * are glibc at its warmest, which is what the costing of a site assumes of
+ * a program too), a never-freed object at half a pair. */
+double mra_glibc_floor(const struct mra_site_stats *s, const struct mra_costs *c)
+{
+    if (s->allocations == 0)
+        return 0;
+    double ns = 0, counted = 0, counted_bytes = 0;
+    for (unsigned i = 0; i < s->nsizes; i++) {
+        ns += (double)s->sizes[i].count * warmest_pair(c, s->sizes[i].size);
+        counted += (double)s->sizes[i].count;
+        counted_bytes += (double)s->sizes[i].count * (double)s->sizes[i].size;
+    }
+    double rest = (double)s->allocations - counted;
+    if (rest > 0.5) {
+        double mean = ((double)s->bytes - counted_bytes) / rest;
+        ns += rest * warmest_pair(c, mean > 0 ? (uint64_t)mean : s->bytes / s->allocations);
+    }
+    ns -= (double)s->live_objects * 0.5 * warmest_pair(c, s->bytes / s->allocations);
+    return ns > 0 ? ns : 0;
+}
+
 /* glibc's time for s's calls as the run timed it, the part memres would
  * take off for r (above). */
 static double reuse_of(const struct mra_site_stats *s, enum mra_rec r)
@@ -256,21 +293,31 @@ static double fence_penalty(const struct mra_costs *c)
     return best < HUGE_VAL && best > 0 ? best : 0;
 }
 
-static double glibc_timed(const struct mra_site_stats *s, enum mra_rec r, const struct mra_costs *c)
+/* The slow calls of s (page faults, trims: proportional to the heap's
+ * bytes) that reuse would avoid for r, scaled from the recorder's
+ * 32-byte-larger chunks to the program's own. */
+double mra_slow_reused(const struct mra_site_stats *s, enum mra_rec r)
 {
-    double reuse = reuse_of(s, r);
+    double slow = (double)s->glibc_slow_ns;
+    if (slow > (double)s->glibc_ns)
+        slow = (double)s->glibc_ns;
+    double mean = s->allocations ? (double)s->bytes / (double)s->allocations : 16;
+    return reuse_of(s, r) * slow * malloc_chunk(mean) / malloc_chunk(mean + 32);
+}
+
+static double glibc_timed(const struct mra_site_stats *s, enum mra_rec r, const struct mra_costs *c,
+                          const struct mra_analysis *a)
+{
     double slow = (double)s->glibc_slow_ns, all = (double)s->glibc_ns;
     if (slow > all)
         slow = all;
-    double mean = s->allocations ? (double)s->bytes / (double)s->allocations : 16;
-    /* the fast calls less the fencing's part of each; the slow ones (page
-     * faults, trims: proportional to the heap's bytes) scaled from the
-     * recorder's 32-byte-larger chunks to the program's own */
+    /* the fast calls less the fencing's part of each, and the slow ones
+     * that reuse avoids, no more than the heap saw taken again */
     double calls = (double)(s->allocations + s->frees + s->reallocs);
     double fast = all - slow - calls * fence_penalty(c);
     if (fast < 0)
         fast = 0;
-    return fast + reuse * slow * malloc_chunk(mean) / malloc_chunk(mean + 32);
+    return fast + mra_slow_reused(s, r) * a->slow_scale;
 }
 
 static bool timed_model(const struct mra_site_stats *s, const struct mra_thresholds *th)
@@ -296,8 +343,10 @@ static double sparse_cap(const struct mra_site_stats *s, const struct mra_analys
     return (double)s->glibc_ns * a->glibc_scale * (1 + 4 / sqrt((double)s->glibc_samples));
 }
 
+/* glibc_out (or NULL): glibc's time for the calls, as costed */
 static double saving_of(const struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
-                        const struct mra_thresholds *th, enum mra_rec r, bool ts, enum mra_pattern pat)
+                        const struct mra_thresholds *th, enum mra_rec r, bool ts, enum mra_pattern pat,
+                        double *glibc_out)
 {
     const double *mc = memres_costs(c, r, ts);
     if (!mc)
@@ -309,11 +358,14 @@ static double saving_of(const struct msite *m, const struct mra_analysis *a, con
      * tiny calls can net below it once the fencing is taken off (a Lua
      * site of 29-byte strings: 715 samples, 0 ns) */
     if (timed_model(&m->s, th)) {
-        double t = glibc_timed(&m->s, r, c) * a->glibc_scale;
+        double t = glibc_timed(&m->s, r, c, a) * a->glibc_scale;
         if (t > glibc)
             glibc = t;
     }
-    return fmin(glibc, sparse_cap(&m->s, a, th)) - memres;
+    glibc = fmin(glibc, sparse_cap(&m->s, a, th));
+    if (glibc_out)
+        *glibc_out = glibc;
+    return glibc - memres;
 }
 
 /* The margins: a share within NEAR_POINTS of its threshold, a saving
@@ -383,6 +435,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
                  100 * together, 100 * th->together_share, 100 * stack, 100 * th->stack_share);
     m->rec = m->cand = MRA_NONE;
     m->near[0] = 0;
+    m->glibc_costed = mra_glibc_floor(s, c);
     m->saving = 0;
     m->mem_delta = 0;
     m->retention = false;
@@ -433,7 +486,10 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
         m->pattern = MRA_PAT_REMOTE;
     m->cand = r;
 
-    double save = saving_of(m, a, c, th, r, m->thread_safe, m->pattern);
+    double g = 0;
+    double save = saving_of(m, a, c, th, r, m->thread_safe, m->pattern, &g);
+    if (g > m->glibc_costed)
+        m->glibc_costed = g;
     double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
     near_note(m, th, save / prog_ns, never, together, stack, remote, dominant);
     const char *name = r == MRA_POOLS && m->thread_safe ? "pools (thread-safe)"
@@ -445,12 +501,16 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     const double *mcr = memres_costs(c, r, m->thread_safe);
     if (mcr)
         (void)memres_part(s, mcr, c, m->pattern, r, timed_model(s, th), &calib);
-    double timed = glibc_timed(s, r, c) * a->glibc_scale, cap = sparse_cap(s, a, th);
+    double timed = glibc_timed(s, r, c, a) * a->glibc_scale, cap = sparse_cap(s, a, th);
     if (timed_model(s, th) && timed >= calib)
         snprintf(costed, sizeof costed,
                  "glibc as timed in the run: %.1f ms of %.1f ms (its calls over 1 us, %.1f ms, counted at the "
-                 "%.0f%% of the site's bytes that reuse memory, less the recorder's fencing%s)",
+                 "%.0f%% of the site's bytes that reuse memory%s, less the recorder's fencing%s)",
                  timed / 1e6, (double)s->glibc_ns / 1e6, (double)s->glibc_slow_ns / 1e6, 100 * reuse_of(s, r),
+                 a->slow_scale >= 1 || reuse_of(s, r) == 0 ? ""
+                 : a->slow_scale > 0
+                     ? " and held to the memory glibc took again (its re-faults: the heap's section)"
+                     : " but glibc took no memory again (the heap's section): none of them",
                  a->glibc_scale < 1 ? "; scaled down with every site's to the program's own time" : "");
     else if (timed_model(s, th))
         snprintf(costed, sizeof costed,
@@ -578,6 +638,11 @@ void mra_group_near(struct msite *m, const struct mra_analysis *a, const struct 
 int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
               const struct mra_thresholds *th)
 {
+    /* a judgement again (analyze.c: the run's time raised) replaces the last */
+    free(m->reason);
+    free(m->rule);
+    free(m->costed);
+    m->reason = m->rule = m->costed = NULL;
     judge_site(m, a, c, th);
     if (!m->reason)
         return -1;
@@ -693,7 +758,7 @@ int mra_behind_functions(struct work *w, struct mra_analysis *a, const struct mr
             const struct msite *m = &w->ms[idx[k]];
             if (m->s.max_size > th->max_small_size)
                 continue;
-            double sv = saving_of(m, a, c, th, MRA_POOLS, ts, ts ? MRA_PAT_REMOTE : m->pattern);
+            double sv = saving_of(m, a, c, th, MRA_POOLS, ts, ts ? MRA_PAT_REMOTE : m->pattern, NULL);
             if (sv > 0)
                 save += sv;
         }

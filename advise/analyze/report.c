@@ -199,7 +199,17 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
     char b1[64], b2[64], b3[64], b4[64], b5[64], b6[64];
     const struct mra_profile_header *h = &a->h;
     fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
-    if (h->cpu_ns)
+    if (h->cpu_ns && a->program_floor_ns > 0 && a->program_ns <= a->program_floor_ns &&
+        (double)h->cpu_ns - (double)h->recorder_ns < a->program_ns)
+        fprintf(o,
+                "run time %s CPU (at least what glibc's calls take at this machine's calibration; the "
+                "recorder's hooks, sampled, came to %s of the %s recorded (user + system)%s%s: an estimate too "
+                "coarse where the recorder is most of the run; %s wall)",
+                fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b3, sizeof b3, (double)h->recorder_ns),
+                fmt_ns(b5, sizeof b5, (double)h->cpu_ns), h->recorder_ns < h->cpu_ns ? ", leaving " : "",
+                h->recorder_ns < h->cpu_ns ? fmt_ns(b2, sizeof b2, (double)(h->cpu_ns - h->recorder_ns)) : "",
+                fmt_ns(b6, sizeof b6, a->recorded_ns));
+    else if (h->cpu_ns)
         fprintf(o, "run time %s CPU (user + system: %s under the recorder less %s in its hooks; %s wall)",
                 fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b5, sizeof b5, (double)h->cpu_ns),
                 fmt_ns(b3, sizeof b3, (double)h->cpu_ns - a->program_ns), fmt_ns(b6, sizeof b6, a->recorded_ns));
@@ -443,6 +453,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     fprintf(o, ",\n  \"recorded_time_ns\": ");
     jnum(o, a->recorded_ns);
     fprintf(o, ", \"recorded_cpu_ns\": %llu", U(h->cpu_ns));
+    fprintf(o, ", \"recorder_hooks_ns\": %llu, \"run_time_floor_ns\": ", U(h->recorder_ns));
+    jnum(o, a->program_floor_ns);
     fprintf(o,
             ",\n  \"allocations\": %llu,\n  \"frees\": %llu,\n  \"reallocs\": %llu,\n  \"bytes\": %llu,\n"
             "  \"peak_live_bytes\": %llu,\n  \"peak_live_objects\": %llu,\n  \"live_bytes_at_exit\": %llu,\n"

@@ -36,6 +36,8 @@ struct msite {
      * its saving and texts, for a group of such sites (mra_free_groups) */
     double cand_saving;
     char *rule, *costed;
+    double glibc_costed;         /* glibc's time for its calls as the judge costed them (the
+                                    candidate's, else mra_glibc_floor's) */
 };
 
 struct work {
@@ -67,6 +69,12 @@ bool mra_is_free_wrapper(const struct mra_frame *f, const struct mra_options *o)
 
 int mra_judge(struct msite *m, const struct mra_analysis *a, const struct mra_costs *c,
               const struct mra_thresholds *th);
+/* The least glibc can have taken for s's calls in the program, at this
+ * machine's calibration (its warmest pair a class; 0 without one). */
+double mra_glibc_floor(const struct mra_site_stats *s, const struct mra_costs *c);
+/* The part of s's slow calls (over 1 us) that reuse would avoid for r, in
+ * the program's own chunks, before analysis.slow_scale. */
+double mra_slow_reused(const struct mra_site_stats *s, enum mra_rec r);
 /* m, a candidate below the 2% rule alone (m->rule set), recommended as
  * one of nsites sites that one arena serves, which save together_ns
  * together (group: what they share, e.g. "freed in F").  0, or -1. */

@@ -805,11 +805,12 @@ static char *report_string(const result *r, void (*report)(FILE *, const struct 
  * (page faults, mmap, trims) at the share of the site's bytes that reuse
  * memory; memres's cost the calibration's (4 ns a pair for an objpool of
  * 48 bytes).  Fewer samples: the calibration's glibc (30 ns a pair). */
-static double timed_saving_held(uint64_t glibc_ns, uint64_t slow_ns, uint64_t samples, bool reused,
-                                uint64_t held)
+static double timed_saving_heap(uint64_t glibc_ns, uint64_t slow_ns, uint64_t samples, bool reused,
+                                uint64_t held, uint64_t retaken)
 {
     synth s;
     synth_init(&s, RUN_NS, 8 << 20);
+    s.p.heap.retaken_bytes = retaken;
     cap c;
     caller_b(&c);
     struct mra_site_stats st = stats_one(1000000, 48); /* peak live: 1% of its bytes */
@@ -839,6 +840,14 @@ static double timed_saving_held(uint64_t glibc_ns, uint64_t slow_ns, uint64_t sa
     return save;
 }
 
+/* glibc took 1 GiB again (the heap's section), which the fixture does not
+ * cost (page_fault 0): the slow calls count at the share that reuses */
+static double timed_saving_held(uint64_t glibc_ns, uint64_t slow_ns, uint64_t samples, bool reused,
+                                uint64_t held)
+{
+    return timed_saving_heap(glibc_ns, slow_ns, samples, reused, held, 1u << 30);
+}
+
 static double timed_saving(uint64_t glibc_ns, uint64_t slow_ns, uint64_t samples, bool reused)
 {
     return timed_saving_held(glibc_ns, slow_ns, samples, reused, 0);
@@ -856,6 +865,16 @@ static void test_glibc_timed(void **state)
     /* a site that holds less than glibc's trim threshold (128 KiB): its
      * slow calls are no faults that reuse saves, only the 40 ms fast */
     assert_near(timed_saving_held(80000000, 40000000, 20000, true, 64 << 10), 1e6 * (40 - 4), 1e-6);
+    /* glibc took nothing again (the heap's section): the slow calls were no
+     * faults of memory given back, and count not at all */
+    assert_near(timed_saving_heap(80000000, 40000000, 20000, true, 0, 0), 1e6 * (40 - 4), 1e-6);
+    /* it took 1000 pages again, at 10 us a page: 10 ms of the 26.4 ms the
+     * share that reuses would count */
+    for (unsigned k = 0; k < MRA_COST_CLASSES; k++)
+        costs.page_fault[k] = 10000;
+    assert_near(timed_saving_heap(80000000, 40000000, 20000, true, 0, 4096 * 1000), 1e6 * (40 + 10 - 4), 1e-6);
+    for (unsigned k = 0; k < MRA_COST_CLASSES; k++)
+        costs.page_fault[k] = 0;
     /* the same where nothing is reused: the faults move with the objects,
      * and the 10 ms left, 10 ns a pair, is below the calibration's 30 ns:
      * glibc costs at least that in a program, so the calibration counts */
@@ -878,6 +897,61 @@ static void test_glibc_timed(void **state)
     assert_near(timed_saving(50000000, 0, 20001, true), 1e6 * (50 - 4 - 4), 1e-6);
     costs.glibc_fenced[cl + 1] = 0;
     costs.glibc_fenced[cl] = 0;
+}
+
+/* The run's time is never below what the rules costed glibc's calls at: a
+ * recorded run of 1 s whose hooks were sampled at 1.2 s (more than the
+ * run: an allocation-bound program) and whose site makes 10 million
+ * pairs of 32 bytes freed together (glibc's warmest pair 18 ns, its
+ * batch 22 ns), and a site below min_allocations (500 pairs: its warmest
+ * pairs, 9 us).  Without the floor the run was a tenth of the recorded
+ * one, 100 ms, and the site saved twice that. */
+static void test_run_time_floor(void **state)
+{
+    (void)state;
+    synth s;
+    synth_init(&s, 1000000000ull, 64 << 20);
+    s.p.h.cpu_ns = 1000000000ull;
+    s.p.h.recorder_ns = 1200000000ull;
+    cap c;
+    caller_b(&c);
+    struct mra_site_stats st = stats_one(10000000, 32);
+    st.freed_together = st.allocations;
+    synth_add(&s, &c, st);
+    caller_c(&c);
+    synth_add(&s, &c, stats_one(500, 32));
+    result r;
+    analyze(&s, &r);
+    dump(&r.a);
+    assert_near(r.a.program_ns, 220e6 + 500 * 18, 1e-9);
+    assert_near(r.a.program_floor_ns, r.a.program_ns, 1e-9);
+    const struct mra_site *m = &r.a.sites[0];
+    assert_int_equal(m->rec, MRA_ARENA);
+    assert_near(m->predicted_saving_ns, 1e7 * (22 - 2), 1e-9);
+    assert_true(m->predicted_saving_ns < r.a.program_ns);
+    assert_contains(m->reason, "90.9% of the run");
+    char *buf = report_string(&r, mra_report_text);
+    assert_contains(buf, "run time 220.0 ms CPU (at least what glibc's calls take at this machine's calibration; "
+                         "the recorder's hooks, sampled, came to 1.20 s of the 1.00 s recorded (user + system): "
+                         "an estimate too coarse");
+    free(buf);
+    buf = report_string(&r, mra_report_json);
+    assert_contains(buf, "\"recorder_hooks_ns\": 1200000000, \"run_time_floor_ns\": 220009000");
+    free(buf);
+    result_free(&r);
+
+    /* where the hooks leave more than that, the run is what they leave */
+    synth_init(&s, 1000000000ull, 64 << 20);
+    s.p.h.cpu_ns = 1000000000ull;
+    s.p.h.recorder_ns = 500000000ull;
+    caller_b(&c);
+    synth_add(&s, &c, st);
+    analyze(&s, &r);
+    assert_near(r.a.program_ns, 500e6, 1e-9);
+    buf = report_string(&r, mra_report_text);
+    assert_contains(buf, "run time 500.0 ms CPU (user + system: 1.00 s under the recorder less 500.0 ms in its hooks");
+    free(buf);
+    result_free(&r);
 }
 
 /* Four sites through one wrapper, each below the 2% rule, together above
@@ -1384,6 +1458,7 @@ int main(void)
         cmocka_unit_test(test_rule_none),
         cmocka_unit_test(test_two_percent),
         cmocka_unit_test(test_glibc_timed),
+        cmocka_unit_test(test_run_time_floor),
         cmocka_unit_test(test_behind_function),
         cmocka_unit_test(test_free_groups),
         cmocka_unit_test(test_retention),
