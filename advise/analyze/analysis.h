@@ -382,6 +382,7 @@ struct mra_planned {
     double min_share;            /* the 2% rule, as a fraction */
     double predicted_ns;         /* over the planned sites */
     double heap_retaken_ns;      /* the analysis's: memory glibc gave back and took again */
+    double heap_retaken_pages;   /* ... in 4 KiB pages */
     size_t n;                    /* planned sites (the first MRA_PLANNED_MAX in s[]) */
     struct mra_planned_site s[MRA_PLANNED_MAX];
 };

@@ -44,6 +44,7 @@ struct variant {
     const char *tunables;        /* GLIBC_TUNABLES for the run (the caller's kept before them) */
     enum mra_rec kind;           /* per-site plan: the allocator it routes the site to */
     double cpu[MRA_MEASURE_ROUNDS_MAX], rss[MRA_MEASURE_ROUNDS_MAX];
+    double flt[MRA_MEASURE_ROUNDS_MAX];   /* page faults (minor: the program's own touching of memory) */
     double ratio[MRA_MEASURE_ROUNDS_MAX], rss_ratio[MRA_MEASURE_ROUNDS_MAX];
     unsigned runs;
     bool output_differs, status_differs;
@@ -319,7 +320,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     for (unsigned r = 0; r < rounds && rc == 0; r++) {
         mra_progress("measure", r, rounds);
         mra_cpus_pin(&cpus, (int)r);
-        double cpu[MAX_VARIANTS], rss[MAX_VARIANTS];
+        double cpu[MAX_VARIANTS], rss[MAX_VARIANTS], flt[MAX_VARIANTS];
         for (unsigned k = 0; k < nv; k++) {
             unsigned i = r % 2 ? nv - 1 - k : k;
             struct variant *v = &vs[i];
@@ -333,6 +334,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
             }
             cpu[i] = mra_child_cpu_ns(&c);
             rss[i] = (double)c.ru.ru_maxrss * 1024.0;
+            flt[i] = (double)c.ru.ru_minflt;
             if (i == 0 && r == 0) {
                 status0 = c.status;
                 hash_file(out0, &h0);
@@ -350,6 +352,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
             struct variant *v = &vs[i];
             v->cpu[v->runs] = cpu[i];
             v->rss[v->runs] = rss[i];
+            v->flt[v->runs] = flt[i];
             v->ratio[v->runs] = cpu[0] > 0 ? cpu[i] / cpu[0] : 1;
             v->rss_ratio[v->runs] = rss[0] > 0 ? rss[i] / rss[0] : 1;
             v->runs++;
@@ -360,11 +363,11 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     if (rc == 0) {
         double g = median(vs[0].cpu, vs[0].runs, NULL, NULL);
         fprintf(f, "\nmeasured: %u rounds, each variant once a round in alternating order%s; CPU time (user +\n"
-                   "system) and peak RSS of the program; ratios are to glibc's run of the same round\n"
+                   "system), peak RSS and page faults of the program; ratios are to glibc's run of the same round\n"
                    "(median, lowest-highest)\n\n",
                 rounds, cpus.n ? ", a round's runs on one CPU (the next round on the next)" : "");
-        fprintf(f, "  %-22s %10s  %-22s %12s %10s  %s\n", "variant", "CPU ms", "ratio to glibc", "saving ms",
-                "peak RSS", "RSS ratio");
+        fprintf(f, "  %-22s %10s  %-22s %12s %10s  %s  %s\n", "variant", "CPU ms", "ratio to glibc", "saving ms",
+                "peak RSS", "RSS ratio", "page faults");
         for (unsigned i = 0; i < nv; i++) {
             struct variant *v = &vs[i];
             double lo, hi, rlo, rhi;
@@ -373,8 +376,9 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
             double rr = median(v->rss_ratio, v->runs, &rlo, &rhi);
             char rs[64];
             snprintf(rs, sizeof rs, "%.3f (%.3f-%.3f)", ratio, lo, hi);
-            fprintf(f, "  %-22s %10.1f  %-22s %12.1f %8.1f MiB  %.2f%s%s\n", v->name, cpu / 1e6, rs,
+            fprintf(f, "  %-22s %10.1f  %-22s %12.1f %8.1f MiB  %.2f  %11.0f%s%s\n", v->name, cpu / 1e6, rs,
                     (1 - ratio) * g / 1e6, median(v->rss, v->runs, NULL, NULL) / 1048576.0, rr,
+                    median(v->flt, v->runs, NULL, NULL),
                     v->output_differs ? "  OUTPUT DIFFERS" : "", v->status_differs ? "  EXIT STATUS DIFFERS" : "");
         }
         double ident, walked, held;
@@ -421,6 +425,10 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
                 "  saved %.1f ms (%.3f, %.3f-%.3f), against the predicted %.1f ms of memory given back and\n"
                 "  taken again\n",
                 mra_keep_tunables, (1 - kr) * g / 1e6, kr, klo, khi, pl->heap_retaken_ns / 1e6);
+        /* faults are counted, not timed: what keeping the memory changed, whatever the host did */
+        double f0 = median(vs[0].flt, vs[0].runs, NULL, NULL), fk = median(vs[kept].flt, vs[kept].runs, NULL, NULL);
+        fprintf(f, "  page faults %.0f against glibc's %.0f (%.0f fewer); the recorded run took %.0f pages again\n", fk,
+                f0, f0 - fk, pl->heap_retaken_pages);
         if (first_site < nv) {
             fprintf(f, "\n  per site (its plan alone):\n");
             for (unsigned i = first_site; i < nv; i++) {

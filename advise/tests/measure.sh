@@ -30,6 +30,9 @@ grep -Eq "^  the allocators' saving \(the runtime-alone run less the plan's, per
 grep -q '^  glibc, memory kept ' "$r" || fail "no row of glibc keeping its memory"
 grep -Eq '^  saved -?[0-9.]+ ms \(.*\), against the predicted [0-9.]+ ms of memory given back and$' "$r" \
   || fail "no line of what glibc's memory kept saved"
+grep -Eq '^  variant .* RSS ratio  page faults$' "$r" || fail "no column of page faults"
+grep -Eq "^  page faults [0-9]+ against glibc's [0-9]+ \(-?[0-9]+ fewer\); the recorded run took [0-9]+ pages again$" "$r" \
+  || fail "no line of the page faults glibc's memory kept saved"
 grep -Eq 'DIFFERS' "$r" && fail "a run changed the output or exit status"
 nsites=$(grep -Ec '^  site [0-9]+ alone, ' "$r")
 [ "$nsites" -ge 2 ] || fail "fewer than two per-site rows ($nsites)"
