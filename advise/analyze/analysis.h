@@ -184,6 +184,11 @@ struct mra_costs {
 int mra_costs_get(struct mra_costs *c, bool quiet);
 /* Measures into c without the cache. */
 int mra_costs_measure(struct mra_costs *c);
+/* glibc's pair at 32 bytes in random order now, in ns (the calibration's
+ * cell, the least of three runs: 6 ms), to set against the cached cell:
+ * how fast this machine runs at the moment against when it was
+ * calibrated.  0 where it cannot be measured. */
+double mra_costs_probe(void);
 unsigned mra_cost_class(uint64_t size);
 /* What a pair of kind k at class cl costs more over a live set of
  * live_bytes than in its calibration cell (ns, >= 0; 0 without big cells):
@@ -383,6 +388,7 @@ struct mra_planned {
     double predicted_ns;         /* over the planned sites */
     double heap_retaken_ns;      /* the analysis's: memory glibc gave back and took again */
     double heap_retaken_pages;   /* ... in 4 KiB pages */
+    double probe_ref_ns;         /* the calibration's cell that mra_costs_probe measures again */
     size_t n;                    /* planned sites (the first MRA_PLANNED_MAX in s[]) */
     struct mra_planned_site s[MRA_PLANNED_MAX];
 };

@@ -309,6 +309,8 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     int status0 = -1;
     unsigned rounds = o->rounds;
     int rc = 0;
+    double speed[MRA_MEASURE_ROUNDS_MAX];
+    unsigned nspeed = 0;
     /* a round's runs on one CPU, the next round's on the next: what one
      * virtual CPU runs slower for a while weighs on every variant of the
      * round alike, and the paired ratios cancel it.  A program of several
@@ -320,6 +322,10 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     for (unsigned r = 0; r < rounds && rc == 0; r++) {
         mra_progress("measure", r, rounds);
         mra_cpus_pin(&cpus, (int)r);
+        /* the machine's speed in this round, on this round's CPU */
+        double probe = pl->probe_ref_ns > 0 ? mra_costs_probe() : 0;
+        if (probe > 0)
+            speed[nspeed++] = probe / pl->probe_ref_ns;
         double cpu[MAX_VARIANTS], rss[MAX_VARIANTS], flt[MAX_VARIANTS];
         for (unsigned k = 0; k < nv; k++) {
             unsigned i = r % 2 ? nv - 1 - k : k;
@@ -388,6 +394,14 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         double ratio = median(vs[1].ratio, vs[1].runs, NULL, NULL);
         fprintf(f, "\n  the plan: %zu site%s, predicted %.1f ms, measured %.1f ms (%.1f%% of glibc's run)\n", pl->n,
                 pl->n == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
+        /* the prediction is in ns of the calibration's machine: at the
+         * rounds' speed where the host ran slower or faster since */
+        double slo = 0, shi = 0, sp = nspeed ? median(speed, nspeed, &slo, &shi) : 0;
+        if (sp > 0)
+            fprintf(f,
+                    "  the machine's speed in the rounds: glibc's pair of the calibration (32 bytes, random order)\n"
+                    "  took %.2fx its calibrated %.1f ns (%.2f-%.2f); the prediction at that speed: %.1f ms\n",
+                    sp, pl->probe_ref_ns, slo, shi, sp * pl->predicted_ns / 1e6);
         char id[256];
         if (walk > 1)
             snprintf(id, sizeof id, "a walk of %u frames to identify a call's site, %.1f ns (sampled) on %.0f calls",
@@ -406,9 +420,13 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         fprintf(f,
                 "  the runtime alone (every call identified, then served by glibc) cost %.1f ms (%.3f, %.3f-%.3f);\n"
                 "  the allocators' saving (the runtime-alone run less the plan's, per round): %.1f ms (%.1f-%.1f),\n"
-                "  what a change in the source would save, against the predicted %.1f ms (%.2fx)\n",
+                "  what a change in the source would save, against the predicted %.1f ms (%.2fx)",
                 (rt - 1) * g / 1e6, rt, rlo, rhi, a * g / 1e6, alo * g / 1e6, ahi * g / 1e6, pl->predicted_ns / 1e6,
                 a > 0 ? pl->predicted_ns / (a * g) : 0);
+        if (sp > 0)
+            fprintf(f, ", %.1f ms at the rounds' speed (%.2fx)", sp * pl->predicted_ns / 1e6,
+                    a > 0 ? sp * pl->predicted_ns / (a * g) : 0);
+        fputc('\n', f);
         if (over) {
             /* mimalloc's run less the plan's over it, per round */
             for (unsigned r = 0; r < vs[over].runs; r++)

@@ -80,7 +80,7 @@ print("%.1f ms (%.1f-%.1f)" % (saved[len(saved) // 2], saved[0], saved[-1]))
 PY
 }
 
-echo "| program | plan | predicted | measured (lowest-highest round) | the allocators' saving (lowest-highest) | the source change (lowest-highest) | zero-cost limit | peak RSS / glibc | memory given back and taken again: predicted / glibc with it kept saved |"
+echo "| program | plan | predicted (at the rounds' speed) | measured (lowest-highest round) | the allocators' saving (lowest-highest) | the source change (lowest-highest) | zero-cost limit | peak RSS / glibc | memory given back and taken again: predicted / glibc with it kept saved |"
 echo "|---|---|---|---|---|---|---|---|---|"
 row() {
   local name=$1 input=$2
@@ -101,12 +101,13 @@ row() {
     /^  zero-cost limit/ { zratio = $4; zsaved = $6 }
     /^  the allocators. saving/ { asaved = $12; aspread = $14; sub(/,$/, "", aspread) }
     /^  the plan:/ { sites = $3; for (i = 1; i <= NF; i++) if ($i == "predicted") pred = $(i + 1) }
+    /the prediction at that speed: / { spred = $(NF - 1) }
     /^  saved .* against the predicted .* of memory given back and$/ {
       ksaved = $2; kspread = $5; sub(/\),$/, "", kspread); kpred = $(NF - 6) }
     END {
       if (ratio == "") { printf "| %s | no plan run | | | | | | | |\n", name; exit }
-      printf "| %s | %s site%s%s | %s ms | %s ms = %.1f%% %s | %s ms %s | %s | %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
-             pred, saved, 100 * (1 - ratio), spread, asaved, aspread, src,
+      printf "| %s | %s site%s%s | %s ms%s | %s ms = %.1f%% %s | %s ms %s | %s | %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
+             pred, spred == "" ? "" : " (" spred " at the rounds\047 speed)", saved, 100 * (1 - ratio), spread, asaved, aspread, src,
              zsaved == "" ? "-" : zsaved " ms = " sprintf("%.1f%%", 100 * (1 - zratio)), rss,
              ksaved == "" ? "-" : kpred " ms / " ksaved " ms (" kspread ")"
     }' "$rep"

@@ -33,6 +33,8 @@ grep -Eq '^  saved -?[0-9.]+ ms \(.*\), against the predicted [0-9.]+ ms of memo
 grep -Eq '^  variant .* RSS ratio  page faults$' "$r" || fail "no column of page faults"
 grep -Eq "^  page faults [0-9]+ against glibc's [0-9]+ \(-?[0-9]+ fewer\); the recorded run took [0-9]+ pages again$" "$r" \
   || fail "no line of the page faults glibc's memory kept saved"
+grep -Eq '^  took [0-9.]+x its calibrated [0-9.]+ ns \([0-9.]+-[0-9.]+\); the prediction at that speed: -?[0-9.]+ ms$' "$r" \
+  || fail "no line of the machine's speed in the rounds"
 grep -Eq 'DIFFERS' "$r" && fail "a run changed the output or exit status"
 nsites=$(grep -Ec '^  site [0-9]+ alone, ' "$r")
 [ "$nsites" -ge 2 ] || fail "fewer than two per-site rows ($nsites)"
