@@ -857,6 +857,8 @@ static void cache_write(const struct mra_costs *c, const char *path)
         unlink(tmp);
 }
 
+#define STALE_SHARE 0.75
+
 int mra_costs_get(struct mra_costs *c, bool quiet)
 {
     /* MEMRES_ADVISE_COSTS=FILE: the costs of FILE (a cache file, of this
@@ -876,10 +878,22 @@ int mra_costs_get(struct mra_costs *c, bool quiet)
     const char *re = getenv("MEMRES_ADVISE_RECALIBRATE");
     bool force = re && re[0] && strcmp(re, "0") != 0;
     bool have_path = cache_path(path, sizeof path, false) == 0;
-    if (!force && have_path && cache_read(c, path) == 0 && strcmp(c->machine, machine) == 0)
-        return 0;
-    if (!quiet)
+    if (!force && have_path && cache_read(c, path) == 0 && strcmp(c->machine, machine) == 0) {
+        /* A cache made while a shared host slowed every CPU for the whole
+         * calibration costs glibc and memres high until measured again:
+         * where the machine runs the cache's glibc cell now in under
+         * STALE_SHARE of its time (6 ms to look), it is. */
+        double ref = c->glibc[MRA_PAT_RANDOM][mra_cost_class(32)], now = ref > 0 ? mra_costs_probe() : 0;
+        if (!(now > 0 && now < STALE_SHARE * ref))
+            return 0;
+        if (!quiet)
+            fprintf(stderr,
+                    "memres-advise: this machine runs glibc's calibrated pair in %.1f ns where its costs say %.1f: "
+                    "calibrating again...\n",
+                    now, ref);
+    } else if (!quiet) {
         fprintf(stderr, "memres-advise: calibrating costs of this machine (once)...\n");
+    }
     if (mra_costs_measure(c) != 0)
         return -1;
     if (cache_path(path, sizeof path, true) == 0)
