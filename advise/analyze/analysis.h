@@ -189,6 +189,8 @@ int mra_costs_measure(struct mra_costs *c);
  * how fast this machine runs at the moment against when it was
  * calibrated.  0 where it cannot be measured. */
 double mra_costs_probe(void);
+/* The cached cell that mra_costs_probe measures again. */
+double mra_costs_probe_ref(const struct mra_costs *c);
 unsigned mra_cost_class(uint64_t size);
 /* What a pair of kind k at class cl costs more over a live set of
  * live_bytes than in its calibration cell (ns, >= 0; 0 without big cells):

@@ -48,6 +48,13 @@ static int cmp_order(const void *a, const void *b)
     return x->raw[0] < y->raw[0] ? -1 : x->raw[0] > y->raw[0];
 }
 
+/* The sites' timed glibc (glibc_sum in all) scaled so that it adds up to
+ * at most the program's own time (<= 1). */
+static double glibc_scale_of(double glibc_sum, double program_ns)
+{
+    return glibc_sum > program_ns && glibc_sum > 0 ? program_ns / glibc_sum : 1;
+}
+
 int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const struct mra_costs *c,
                 const struct mra_options *o, struct mra_analysis *a)
 {
@@ -94,7 +101,7 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
     for (size_t i = 0; i < p->nsites; i++)
         if (!p->sites[i].s.free_stack)
             glibc_sum += (double)p->sites[i].s.glibc_ns;
-    a->glibc_scale = glibc_sum > a->program_ns && glibc_sum > 0 ? a->program_ns / glibc_sum : 1;
+    a->glibc_scale = glibc_scale_of(glibc_sum, a->program_ns);
 
     /* memory glibc gave back and took again: the program faults its pages
      * in a second time (an allocator that keeps its memory would not) */
@@ -171,7 +178,7 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         costed = base;
     if (costed > a->program_ns) {
         a->program_ns = a->program_floor_ns = costed;
-        a->glibc_scale = glibc_sum > a->program_ns && glibc_sum > 0 ? a->program_ns / glibc_sum : 1;
+        a->glibc_scale = glibc_scale_of(glibc_sum, a->program_ns);
         for (size_t i = 0; i < w.n; i++)
             if (!w.ms[i].dead && mra_judge(&w.ms[i], a, c, &o->th) != 0)
                 goto nomem;

@@ -883,7 +883,7 @@ int mra_costs_get(struct mra_costs *c, bool quiet)
          * calibration costs glibc and memres high until measured again:
          * where the machine runs the cache's glibc cell now in under
          * STALE_SHARE of its time (6 ms to look), it is. */
-        double ref = c->glibc[MRA_PAT_RANDOM][mra_cost_class(32)], now = ref > 0 ? mra_costs_probe() : 0;
+        double ref = mra_costs_probe_ref(c), now = ref > 0 ? mra_costs_probe() : 0;
         if (!(now > 0 && now < STALE_SHARE * ref))
             return 0;
         if (!quiet)
@@ -903,15 +903,22 @@ int mra_costs_get(struct mra_costs *c, bool quiet)
 
 /* ---- the machine's speed now ---- */
 
+#define PROBE_SIZE 32 /* a measured class (MEASURED): the cell is no interpolation */
+
+double mra_costs_probe_ref(const struct mra_costs *c)
+{
+    return c->glibc[MRA_PAT_RANDOM][mra_cost_class(PROBE_SIZE)];
+}
+
 double mra_costs_probe(void)
 {
-    size_t n = live_count(32, 4096);
+    size_t n = live_count(PROBE_SIZE, 4096);
     void **v = malloc(n * sizeof *v);
     if (!v)
         return 0;
     double best = HUGE_VAL;
     for (int i = 0; i < 3; i++) {
-        double r = run_glibc_random(32, v, n);
+        double r = run_glibc_random(PROBE_SIZE, v, n);
         if (r > 0 && r < best)
             best = r;
     }

@@ -190,8 +190,6 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
     double glibc = 0, memres = 0, counted = 0, counted_bytes = 0, xg, xm;
     for (unsigned i = 0; i < s->nsizes; i++) {
         unsigned cl = mra_cost_class(s->sizes[i].size);
-        if (cl >= MRA_COST_CLASSES)
-            cl = MRA_COST_CLASSES - 1;
         live_extra(s, c, pat, r, cl, &xg, &xm);
         glibc += (double)s->sizes[i].count * (glibc_cost(s, c, pat, cl, warm) + xg);
         memres += (double)s->sizes[i].count * (mc[cl] + xm);
@@ -204,8 +202,6 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
         if (mean < 0)
             mean = (double)s->bytes / (double)s->allocations;
         unsigned cl = mra_cost_class((uint64_t)mean);
-        if (cl >= MRA_COST_CLASSES)
-            cl = MRA_COST_CLASSES - 1;
         live_extra(s, c, pat, r, cl, &xg, &xm);
         glibc += rest * (glibc_cost(s, c, pat, cl, warm) + xg);
         memres += rest * (mc[cl] + xm);
@@ -213,8 +209,6 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
     if (s->allocations && s->live_objects) {
         double mean = (double)s->bytes / (double)s->allocations;
         unsigned cl = mra_cost_class((uint64_t)mean);
-        if (cl >= MRA_COST_CLASSES)
-            cl = MRA_COST_CLASSES - 1;
         glibc -= (double)s->live_objects * 0.5 * glibc_cost(s, c, pat, cl, warm);
     }
     *glibc_out = glibc;
@@ -226,8 +220,6 @@ static double memres_part(const struct mra_site_stats *s, const double *mc, cons
 static double warmest_pair(const struct mra_costs *c, uint64_t size)
 {
     unsigned cl = mra_cost_class(size);
-    if (cl >= MRA_COST_CLASSES)
-        cl = MRA_COST_CLASSES - 1;
     double best = HUGE_VAL;
     for (unsigned p = 0; p < MRA_PATTERNS; p++)
         if (p != MRA_PAT_REMOTE && c->glibc[p][cl] > 0 && c->glibc[p][cl] < best)

@@ -244,7 +244,7 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
     pl->min_share = a->opts.th.min_share;
     pl->heap_retaken_ns = a->heap_retaken_ns;
     pl->heap_retaken_pages = (double)a->heap.retaken_bytes / 4096.0;
-    pl->probe_ref_ns = a->costs.glibc[MRA_PAT_RANDOM][mra_cost_class(32)];
+    pl->probe_ref_ns = mra_costs_probe_ref(&a->costs);
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
         enum mra_rec k = mode == MRA_PLAN_CANDIDATES ? s->candidate : s->rec;
