@@ -126,6 +126,10 @@ static void give_spares(mr_arena *p, mr_arena *k)
 {
     mri_block *c = p->hot.cur->next, *last = NULL;
     p->hot.cur->next = NULL;
+    /* the growth size again that of the first spare: p takes blocks as if
+     * it had grown from its current one (read now: the loop may free c) */
+    const size_t first = c->size;
+    p->next_size = first >= p->block_size && first <= p->max_block_size ? first : p->block_size;
     size_t bytes = 0, n = 0;
     for (mri_block *b = c; b != NULL; last = b, b = b->next) {
         if (k->shared_bytes + bytes + b->size > MRI_TREE_SHARED_BYTES) {
@@ -137,9 +141,6 @@ static void give_spares(mr_arena *p, mr_arena *k)
         bytes += b->size;
         n++;
     }
-    /* the growth size again that of the first spare: p takes blocks as if
-     * it had grown from its current one */
-    p->next_size = c->size >= p->block_size && c->size <= p->max_block_size ? c->size : p->block_size;
     if (last == NULL)
         return;
     last->next = k->shared;

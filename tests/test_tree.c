@@ -610,6 +610,51 @@ static void test_a_keeper_shares_a_parents_spare_blocks(void **state)
     assert_int_equal(f->v.count, 0);
 }
 
+/* A server's connections and their requests over pages that go back to
+ * the system when freed (a use of a freed block faults): connections that
+ * live a while, requests of 2-30 KB, a connection closing now and then.
+ * The server's share fills, so a connection's first spare block can find
+ * no room and go upstream (it once was read after that).  After every
+ * request the tree holds every byte the upstream has out, and nothing is
+ * reported. */
+static void test_spares_past_the_keepers_share(void **state)
+{
+    fixture *f = *state;
+    mr_counting *up = mr_counting_create(mr_page_resource());
+    assert_non_null(up);
+    mr_arena *root = mr_arena_create(&(mr_arena_options){.upstream = mr_counting_resource(up), .name = "server"});
+    assert_non_null(root);
+    mr_node *r = mr_arena_node(root);
+    enum { CONNS = 8 };
+    mr_arena *conn[CONNS];
+    for (int c = 0; c < CONNS; c++)
+        conn[c] = arena_under(r, NULL, "connection");
+    uint64_t seed = 42;
+    mr_stats s, us;
+    for (int i = 0; i < 4000; i++) {
+        int c = (int)(mrt_rand(&seed) % CONNS);
+        mr_arena *req = arena_under(mr_arena_node(conn[c]), NULL, "request");
+        int n = 4 + (int)(mrt_rand(&seed) % 60);
+        for (int j = 0; j < n; j++)
+            assert_non_null(mr_arena_alloc(req, 16 + mrt_rand(&seed) % 496));
+        assert_non_null(mr_arena_alloc(conn[c], 32 + mrt_rand(&seed) % 224));
+        mr_arena_destroy(req);
+        if (mrt_rand(&seed) % 64 == 0) {
+            mr_arena_destroy(conn[c]);
+            conn[c] = arena_under(r, NULL, "connection");
+        }
+        mr_node_stats(r, true, &s);
+        mr_counting_stats(up, &us);
+        assert_int_equal(s.held, us.held);
+    }
+    assert_true(mr_arena_check(root));
+    mr_arena_destroy(root);
+    mr_counting_stats(up, &us);
+    assert_int_equal(us.held, 0);
+    mr_counting_destroy(up);
+    assert_int_equal(f->v.count, 0);
+}
+
 /* What is not kept: an arena over a buffer, one with its own upstream, the
  * children of a dying parent; a block pool's trim returns what it kept. */
 static void test_what_a_parent_does_not_keep(void **state)
@@ -1010,6 +1055,7 @@ int main(void)
         tree_test(test_a_parent_keeps_dead_children_for_reuse),
         tree_test(test_kept_children_are_on_the_keepers_books),
         tree_test(test_a_keeper_shares_a_parents_spare_blocks),
+        tree_test(test_spares_past_the_keepers_share),
         tree_test(test_what_a_parent_does_not_keep),
         tree_test(test_stats_of_a_subtree_count_each_byte_once),
         tree_test(test_text_report_in_postgresql_form),
