@@ -19,7 +19,9 @@
  * is taken from upstream and inserted right after cur.  Because a rewind or
  * reset only moves cur back, replaying the same sequence of requests walks
  * the same blocks in the same order: the same addresses, no upstream call.
- * Growth sizes double from block_size to max_block_size, but while the
+ * Growth sizes double from block_size to max_block_size (an arena with
+ * live children stays at its growth size until it holds
+ * MRI_ARENA_PARENT_STEADY: a parent keeps a little at a time), but while the
  * arena holds 3 MiB to 12 MiB a new block is no larger than a twelfth of
  * that (MRI_ARENA_GROWTH_SHARE and its bounds) unless the request needs
  * it: the newest block's unused tail is then a
@@ -346,7 +348,7 @@ static void *alloc_slow(mr_arena *a, size_t size, size_t align)
             b->next = a->head;
             a->head = b;
         }
-        if (grow)
+        if (grow && (a->node.child == NULL || a->ledger.held >= MRI_ARENA_PARENT_STEADY))
             a->next_size = mri_arena_next_growth(a->next_size, a->max_block_size);
     }
     if (a->hot.cur != NULL) {

@@ -610,6 +610,41 @@ static void test_a_keeper_shares_a_parents_spare_blocks(void **state)
     assert_int_equal(f->v.count, 0);
 }
 
+/* A parent with a live child grows by blocks of one size until it holds
+ * 64 KiB, then by doubling again; alone, it doubles from the start. */
+static void test_a_parent_grows_by_one_size(void **state)
+{
+    fixture *f = *state;
+    mr_stats s;
+    /* alone: 4, 8, 16, 32 KiB for 40 KB, a newest block mostly tail */
+    mr_arena *lone = arena_under(NULL, &f->u.base, "alone");
+    for (int i = 0; i < 100; i++)
+        assert_non_null(mr_arena_alloc(lone, 400));
+    mr_arena_stats(lone, &s);
+    assert_true(s.held - s.in_use > 12 << 10);
+    mr_arena_destroy(lone);
+    /* with a child: blocks of 4 KiB, the tail less than one */
+    mr_arena *conn = arena_under(NULL, &f->u.base, "connection");
+    mr_arena *req = arena_under(mr_arena_node(conn), NULL, "request");
+    for (int i = 0; i < 100; i++)
+        assert_non_null(mr_arena_alloc(conn, 400));
+    mr_arena_stats(conn, &s);
+    const size_t header = s.held - 10 * (size_t)4096;
+    assert_int_equal(s.upstream_allocations, 11); /* its header and 10 blocks */
+    assert_true(header < 1024);
+    assert_true(s.held - s.in_use < 4096 + header);
+    /* past 64 KiB it doubles again: 16 blocks of 4 KiB, then 8, 16 KiB */
+    for (int i = 0; i < 100; i++)
+        assert_non_null(mr_arena_alloc(conn, 400));
+    mr_arena_stats(conn, &s);
+    assert_int_equal(s.upstream_allocations, 1 + 16 + 2);
+    assert_int_equal(s.held, header + 16 * (size_t)4096 + (8 + 16) * (size_t)1024);
+    assert_true(mr_arena_check(conn));
+    mr_arena_destroy(req);
+    mr_arena_destroy(conn);
+    assert_int_equal(f->v.count, 0);
+}
+
 /* A server's connections and their requests over pages that go back to
  * the system when freed (a use of a freed block faults): connections that
  * live a while, requests of 2-30 KB, a connection closing now and then.
@@ -1056,6 +1091,7 @@ int main(void)
         tree_test(test_kept_children_are_on_the_keepers_books),
         tree_test(test_a_keeper_shares_a_parents_spare_blocks),
         tree_test(test_spares_past_the_keepers_share),
+        tree_test(test_a_parent_grows_by_one_size),
         tree_test(test_what_a_parent_does_not_keep),
         tree_test(test_stats_of_a_subtree_count_each_byte_once),
         tree_test(test_text_report_in_postgresql_form),
