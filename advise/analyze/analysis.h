@@ -384,6 +384,8 @@ struct mra_planned_site {
 struct mra_planned {
     const char *dir;             /* where each site's own plan goes (NULL: none) */
     enum mra_plan_mode mode;
+    bool candidates_instead;     /* measure: nothing recommended, so the plan is the rules'
+                                    candidates (mode became MRA_PLAN_CANDIDATES) */
     double program_ns;           /* the program's own time in the recorded run */
     unsigned threads;            /* the recorded run's threads */
     double min_share;            /* the 2% rule, as a fraction */

@@ -220,6 +220,37 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
     fprintf(f, "  the advice held at %u of %u site%s\n", held, judged, judged == 1 ? "" : "s");
 }
 
+/* What the rounds say of the plan against the 2% rule: its own run's
+ * saving (ratio, lowest-highest lo..hi, the apply runtime's identification
+ * included) and the allocators' saving (alloc, what a change in the
+ * source would save), both as shares of glibc's run. */
+static void plan_verdict(FILE *f, const struct mra_planned *pl, double ratio, double lo, double hi, double alloc)
+{
+    double share = pl->min_share > 0 ? pl->min_share : 0.02, saved = 1 - ratio;
+    if (pl->candidates_instead)
+        fprintf(f, "  nothing passed the %g%% rule by the prediction, so the plan measured is every site the rules\n"
+                   "  name an allocator for (as --plan-candidates)\n",
+                100 * share);
+    if (saved >= share && hi < 1)
+        fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run, above the %g%% rule, and saved in every round:\n"
+                   "  apply it%s\n",
+                100 * saved, 100 * share,
+                pl->predicted_ns < share * pl->program_ns ? " (the prediction, under the rule, saw less than this run gains)"
+                                                          : "");
+    else if (saved >= share)
+        fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run in the median, above the %g%% rule, but not in\n"
+                   "  every round (%.3f-%.3f): more --rounds tell\n",
+                100 * saved, 100 * share, lo, hi);
+    else if (alloc >= share)
+        fprintf(f, "  verdict: the plan's run saves %.1f%%, under the %g%% rule with the runtime's identification;\n"
+                   "  the allocators' saving, what a change in the source would save, is %.1f%%, above it\n",
+                100 * saved, 100 * share, 100 * alloc);
+    else
+        fprintf(f, "  verdict: under the %g%% rule as measured (the plan %.1f%%, the allocators %.1f%% of glibc's\n"
+                   "  run): none\n",
+                100 * share, 100 * saved, 100 * alloc);
+}
+
 int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, const struct mra_measure_options *o,
                 FILE *f)
 {
@@ -391,7 +422,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         uint64_t routed;
         unsigned walk;
         read_stats(vs[1].stats, &walk, &ident, &walked, &held, &routed);
-        double ratio = median(vs[1].ratio, vs[1].runs, NULL, NULL);
+        double plo, phi, ratio = median(vs[1].ratio, vs[1].runs, &plo, &phi);
         fprintf(f, "\n  the plan: %zu site%s, predicted %.1f ms, measured %.1f ms (%.1f%% of glibc's run)\n", pl->n,
                 pl->n == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
         /* the prediction is in ns of the calibration's machine: at the
@@ -427,6 +458,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
             fprintf(f, ", %.1f ms at the rounds' speed (%.2fx)", sp * pl->predicted_ns / 1e6,
                     a > 0 ? sp * pl->predicted_ns / (a * g) : 0);
         fputc('\n', f);
+        plan_verdict(f, pl, ratio, plo, phi, a);
         if (over) {
             /* mimalloc's run less the plan's over it, per round */
             for (unsigned r = 0; r < vs[over].runs; r++)

@@ -8,8 +8,8 @@
 # BUILD is a build directory of the project (memres-advise, the apply
 # runtime, the known-answer programs and the zero-cost yardstick built in
 # it).  For each program: the plan of the recommended sites, or, where
-# nothing is recommended, of every site the rules name (--plan-candidates,
-# marked *); what the report predicted for it, what measure measured (CPU
+# nothing is recommended, of every site the rules name (measure plans them
+# then, as --plan-candidates; marked *); what the report predicted for it, what measure measured (CPU
 # time saved against glibc, median of ROUNDS paired rounds, default 5, with
 # the lowest and highest round's ratio), the allocators' saving (the run of
 # the runtime alone, every call identified and served by glibc, less the
@@ -20,10 +20,13 @@
 # kept saved, same rounds), and for a known-answer
 # program what the change in its source saves (its memres mode, which makes
 # the advised allocator's calls itself, against its malloc mode: CPU time,
-# median of ROUNDS paired rounds, lowest-highest).  Real programs
-# that are not installed are skipped: lua5.4, sqlite3, xmllint
-# (libxml2-utils), jq and git, on inputs the script makes in a private
-# folder (git: this project's own history).
+# median of ROUNDS paired rounds, lowest-highest), and measure's verdict
+# (apply: the plan saved 2% of glibc's run or more in every round; source:
+# only the allocators' saving did; rounds: in the median, not in every
+# round; none).  Real programs that are not installed are skipped: lua5.4,
+# sqlite3, xmllint (libxml2-utils), jq, git and perl, on inputs the script
+# makes in a private folder (git: this project's own history; perl: the
+# word index wordindex.pl).
 # MEASURE_TABLE_KEEP=DIR keeps each program's whole report in DIR.
 set -u
 build=$(cd "$1" && pwd)
@@ -80,18 +83,15 @@ print("%.1f ms (%.1f-%.1f)" % (saved[len(saved) // 2], saved[0], saved[-1]))
 PY
 }
 
-echo "| program | plan | predicted (at the rounds' speed) | measured (lowest-highest round) | the allocators' saving (lowest-highest) | the source change (lowest-highest) | zero-cost limit | peak RSS / glibc | memory given back and taken again: predicted / glibc with it kept saved |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| program | plan | predicted (at the rounds' speed) | measured (lowest-highest round) | the allocators' saving (lowest-highest) | the source change (lowest-highest) | zero-cost limit | peak RSS / glibc | memory given back and taken again: predicted / glibc with it kept saved | verdict |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 row() {
   local name=$1 input=$2
   shift 2
-  command -v "$1" >/dev/null 2>&1 || { echo "| $name | not installed | | | | | | | |"; return; }
+  command -v "$1" >/dev/null 2>&1 || { echo "| $name | not installed | | | | | | | | |"; return; }
   local rep=$work/report mode=""
   "$adv" measure --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
-  if grep -Eq "the plan routes no site|^  the plan: 0 sites" "$rep"; then
-    mode="*"
-    "$adv" measure --plan-candidates --rounds "$rounds" -o "$rep" -- "$@" <"$input" >/dev/null 2>&1
-  fi
+  grep -q '^  nothing passed the .* rule by the prediction' "$rep" && mode="*"
   [ -n "${MEASURE_TABLE_KEEP:-}" ] && mkdir -p "$MEASURE_TABLE_KEEP" && cp "$rep" "$MEASURE_TABLE_KEEP/${name%% *}.txt"
   local src
   src=$(source_change "$@")
@@ -102,14 +102,16 @@ row() {
     /^  the allocators. saving/ { asaved = $12; aspread = $14; sub(/,$/, "", aspread) }
     /^  the plan:/ { sites = $3; for (i = 1; i <= NF; i++) if ($i == "predicted") pred = $(i + 1) }
     /the prediction at that speed: / { spred = $(NF - 1) }
+    /^  verdict: / { verdict = /saved in every round/ ? "apply" : /not in$/ ? "rounds" : \
+                               /the runtime.s identification;$/ ? "source" : "none" }
     /^  saved .* against the predicted .* of memory given back and$/ {
       ksaved = $2; kspread = $5; sub(/\),$/, "", kspread); kpred = $(NF - 6) }
     END {
-      if (ratio == "") { printf "| %s | no plan run | | | | | | | |\n", name; exit }
-      printf "| %s | %s site%s%s | %s ms%s | %s ms = %.1f%% %s | %s ms %s | %s | %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
+      if (ratio == "") { printf "| %s | no plan run | | | | | | | | |\n", name; exit }
+      printf "| %s | %s site%s%s | %s ms%s | %s ms = %.1f%% %s | %s ms %s | %s | %s | %s | %s | %s |\n", name, sites, sites == 1 ? "" : "s", mode,
              pred, spred == "" ? "" : " (" spred " at the rounds\047 speed)", saved, 100 * (1 - ratio), spread, asaved, aspread, src,
              zsaved == "" ? "-" : zsaved " ms = " sprintf("%.1f%%", 100 * (1 - zratio)), rss,
-             ksaved == "" ? "-" : kpred " ms / " ksaved " ms (" kspread ")"
+             ksaved == "" ? "-" : kpred " ms / " ksaved " ms (" kspread ")", verdict
     }' "$rep"
 }
 row "kat_trees 18" /dev/null "$kat/kat_trees" malloc 18
@@ -125,3 +127,4 @@ row "sqlite3 workload" "$work/sqlite.sql" sqlite3 :memory:
 row "xmllint --noout (34 MB)" /dev/null xmllint --noout "$work/doc.xml"
 row "jq length (14 MB)" /dev/null jq length "$work/doc.json"
 row "git log -p -n 400" /dev/null git -C "$root" log -p -n 400
+row "perl wordindex.pl" /dev/null perl "$here/wordindex.pl"

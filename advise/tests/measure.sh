@@ -9,7 +9,7 @@
 # run, the plan's run, the runtime's alone (the allocators' saving is the
 # difference of the last two), glibc keeping its memory (against the
 # predicted cost of memory given back and taken again) and each planned site alone on its allocator and on
-# its alternative; the verdict names, for every planned site, the allocator
+# its alternative; the plan's verdict against the 2% rule; the per-site verdict names, for every planned site, the allocator
 # that saved most (or none) and how many sites the advice held at; no run
 # changed the program's output or exit status.
 set -u
@@ -35,6 +35,9 @@ grep -Eq "^  page faults [0-9]+ against glibc's [0-9]+ \(-?[0-9]+ fewer\); the r
   || fail "no line of the page faults glibc's memory kept saved"
 grep -Eq '^  took [0-9.]+x its calibrated [0-9.]+ ns \([0-9.]+-[0-9.]+\); the prediction at that speed: -?[0-9.]+ ms$' "$r" \
   || fail "no line of the machine's speed in the rounds"
+grep -Eq "^  verdict: (the plan saves [0-9.]+% of glibc's run|the plan's run saves [0-9.]+%|under the [0-9.]+% rule as measured)" "$r" \
+  || fail "no verdict of the rounds"
+grep -q '^  nothing passed the ' "$r" && fail "candidates measured instead, where --plan-candidates planned them"
 grep -Eq 'DIFFERS' "$r" && fail "a run changed the output or exit status"
 nsites=$(grep -Ec '^  site [0-9]+ alone, ' "$r")
 [ "$nsites" -ge 2 ] || fail "fewer than two per-site rows ($nsites)"
