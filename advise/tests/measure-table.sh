@@ -99,7 +99,7 @@ row() {
     /^  memres \(the plan\)/ { ratio = $5; spread = $6; saved = $7
                                 for (i = 1; i <= NF; i++) if ($i == "MiB") rss = $(i + 1) }
     /^  zero-cost limit/ { zratio = $4; zsaved = $6 }
-    /^  the allocators. saving/ { asaved = $12; aspread = $14; sub(/,$/, "", aspread) }
+    /^  the allocators. saving \(the runtime/ { asaved = $12; aspread = $14; sub(/,$/, "", aspread) }
     /^  the plan:/ { sites = $3; for (i = 1; i <= NF; i++) if ($i == "predicted") pred = $(i + 1) }
     /the prediction at that speed: / { spred = $(NF - 1) }
     /^  verdict: / { verdict = /saved in every round/ ? "apply" : /not in$/ ? "rounds" : \
