@@ -23,6 +23,7 @@
  *   run. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,6 +549,11 @@ int mra_apply_main(int argc, char **argv)
         free(plan_abs);
         return 2;
     }
+    /* the stats are written at exit, where the program may have changed
+     * directory (git -C): the path is made absolute here */
+    char *stats_abs = NULL, cwd[PATH_MAX];
+    if (stats && stats[0] != '/' && getcwd(cwd, sizeof cwd))
+        stats = stats_abs = mra_path_join(cwd, stats);
     const char *env[][2] = {
         { "MEMRES_ADVISE_PLAN", plan_abs },
         { "MEMRES_ADVISE_APPLY_STATS", stats },
@@ -558,6 +564,7 @@ int mra_apply_main(int argc, char **argv)
     int rc = mra_run(argv + i, &l, &c);
     free(lib);
     free(plan_abs);
+    free(stats_abs);
     if (rc != 0)
         return 2;
     if (c.exec_errno) {

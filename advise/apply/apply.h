@@ -372,6 +372,31 @@ static inline unsigned mra_apply_route_of(const uint64_t *fr, unsigned n)
     }
 }
 
+/* The planned stacks' first 2, 4, 8 ... frames (short of the whole
+ * stack), for the walk's ways out: a call from a planned first frame
+ * (operator new, an allocation wrapper) whose first frames begin no
+ * planned stack is glibc's after those frames, not the whole walk.  NULL
+ * where that saves nothing (a walk of 2 frames or fewer). */
+extern uint64_t *g_prefix;       /* a prefix's key (mra_apply_prefix_key), 0: empty */
+extern size_t g_prefix_mask;
+
+static inline uint64_t mra_apply_prefix_key(const uint64_t *fr, unsigned k)
+{
+    return mra_mix64(mra_frames_hash(fr, k) + k) | 1u;
+}
+
+/* Whether a planned stack begins with fr[0..k-1]. */
+static inline bool mra_apply_prefix_planned(const uint64_t *fr, unsigned k)
+{
+    uint64_t key = mra_apply_prefix_key(fr, k);
+    for (size_t i = (size_t)key & g_prefix_mask;; i = (i + 1) & g_prefix_mask) {
+        if (g_prefix[i] == key)
+            return true;
+        if (g_prefix[i] == 0)
+            return false;
+    }
+}
+
 /* stats.c */
 void mra_apply_stats_note_ident(uint64_t ns, uint64_t calls);
 void mra_apply_stats_write(const char *path);

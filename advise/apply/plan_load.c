@@ -19,6 +19,8 @@ struct kv *g_first;
 size_t g_first_mask;
 struct kv *g_stacks;
 size_t g_stacks_mask;
+uint64_t *g_prefix;
+size_t g_prefix_mask;
 
 static void *zmap(size_t n)
 {
@@ -33,6 +35,20 @@ static void first_add(uint64_t f, unsigned route)
         i = (i + 1) & g_first_mask;
     g_first[i].key = f;
     g_first[i].route = g_walk <= 1 ? route : FIRST_WALK;
+}
+
+/* Enters fr's prefixes of 2, 4, 8 ... frames, up to all n (a stack that
+ * ended at 2 or 4 frames is its own prefix: the walk of k frames cannot
+ * tell a stack of k from a longer one). */
+static void prefixes_add(const uint64_t *fr, unsigned n)
+{
+    for (unsigned k = 2; k <= n; k *= 2) {
+        uint64_t key = mra_apply_prefix_key(fr, k);
+        size_t i = (size_t)key & g_prefix_mask;
+        while (g_prefix[i] != 0 && g_prefix[i] != key)
+            i = (i + 1) & g_prefix_mask;
+        g_prefix[i] = key;
+    }
 }
 
 static void stack_add(const uint64_t *fr, unsigned n, unsigned route)
@@ -219,8 +235,11 @@ int mra_apply_plan_load(const char *path)
     dl_iterate_phdr(phdr_cb, NULL);
     g_first_mask = pow2_above(nstacks + 1) - 1;
     g_stacks_mask = g_first_mask;
+    /* up to log2(walk) prefixes a stack */
+    g_prefix_mask = pow2_above((nstacks + 1) * 4) - 1;
     g_first = zmap((g_first_mask + 1) * sizeof *g_first);
     g_stacks = zmap((g_stacks_mask + 1) * sizeof *g_stacks);
+    g_prefix = g_walk > 2 ? zmap((g_prefix_mask + 1) * sizeof *g_prefix) : NULL;
     if (!g_first || !g_stacks) {
         fprintf(stderr, "memres-advise apply: out of memory reading the plan\n");
         return -1;
@@ -247,6 +266,8 @@ int mra_apply_plan_load(const char *path)
             continue;
         first_add(fr[0], (unsigned)r);
         stack_add(fr, (unsigned)n, (unsigned)r);
+        if (g_prefix)
+            prefixes_add(fr, (unsigned)n);
     }
     __libc_free(text);
     return 0;

@@ -151,8 +151,13 @@ __attribute__((noinline, cold)) unsigned mra_verify_stack(uintptr_t ra, uintptr_
 void mra_walker_init(struct mra_walker *w);
 
 /* The walk of an allocation's stack, depth frames at most: cached, the
- * unwinder behind a miss, checked now and then.  errno is kept. */
-static inline unsigned mra_walk(struct mra_walker *w, uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth)
+ * unwinder behind a miss, checked now and then.  With want, where the
+ * cached walk stops at a frame it cannot size after n frames, want(fr, n)
+ * is asked first: false, and the walk ends there, 0, without the unwinder
+ * (the apply runtime: a stack no planned one begins with).  errno is
+ * kept. */
+static inline unsigned mra_walk_want(struct mra_walker *w, uintptr_t ra, uintptr_t cfa, uint64_t *fr,
+                                     unsigned depth, bool (*want)(const uint64_t *fr, unsigned n))
 {
     uint32_t ep = atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed);
     if (MRA_UNLIKELY(ep != w->fc_epoch)) {
@@ -162,6 +167,8 @@ static inline unsigned mra_walk(struct mra_walker *w, uintptr_t ra, uintptr_t cf
     bool fail = false;
     unsigned n = mra_walk_cached(w, ra, cfa, fr, depth, &fail);
     if (MRA_UNLIKELY(fail)) {
+        if (want && !want(fr, n))
+            return 0;
         int e = errno;
         n = mra_unwind_stack(ra, cfa, fr, depth, true);
         errno = e;
@@ -179,6 +186,11 @@ static inline unsigned mra_walk(struct mra_walker *w, uintptr_t ra, uintptr_t cf
         errno = e;
     }
     return n;
+}
+
+static inline unsigned mra_walk(struct mra_walker *w, uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth)
+{
+    return mra_walk_want(w, ra, cfa, fr, depth, NULL);
 }
 
 /* The multipliers of a stack's hash, one per frame position: odd and

@@ -83,6 +83,16 @@ if [ -n "$kat_counts" ]; then
   [ -n "$want" ] && [ "$want" = "$got" ] \
     || fail "the routes served [$got] allocations, the program counts [$want] at its sites ($work/stats)"
 fi
+# a plan that walks more than 2 frames lets calls out by their first
+# frames (plan_load.c's prefixes): the same routes as walking every stack
+# whole
+if [ "$(awk '$1 == "walk" { print $2 }' "$work/plan")" -gt 2 ]; then
+  MEMRES_ADVISE_APPLY_WALK_WHOLE=1 "${under_env[@]}" "$advisor" apply "$work/plan" --stats "$work/stats-whole" -- "$@" \
+    <"$stdin" >"$work/whole.out" 2>"$work/whole.err" || fail "exit status $? with every stack walked whole"
+  cmp -s "$work/native.out" "$work/whole.out" || fail "stdout differs with every stack walked whole"
+  [ "$(grep '^route' "$work/stats")" = "$(grep '^route' "$work/stats-whole")" ] \
+    || fail "the routes differ with every stack walked whole: diff $work/stats $work/stats-whole"
+fi
 echo "apply.sh: $(basename "$1"): same output and status ($native) under the plan; $routed allocations routed:"
 grep '^route' "$work/stats" | sed 's/^/  /'
 exit 0
