@@ -28,6 +28,7 @@ if [ "${4:-}" = --measure ]; then
   grep -q '^glibc gave .*: pages faulted in a second time, about ' "$work/report" || fail "no predicted cost"
   grep -q '^  memory kept would save that: GLIBC_TUNABLES=glibc.malloc.trim_threshold=' "$work/report" \
     || fail "no advice to keep the memory"
+  grep -q '^under the rule: 1 candidate site, predicted ' "$work/report" || fail "no line of the candidates under the rule"
   grep -q '^  the plan: 1 site,' "$work/report" || fail "the candidate was not planned"
   grep -q '^  nothing passed the [0-9.]*% rule by the prediction, so the plan measured is every site the rules$' \
     "$work/report" || fail "no line saying the candidates were measured instead"
