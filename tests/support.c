@@ -101,6 +101,9 @@ static void up_deallocate(mr_resource *self, void *p, size_t size, size_t align)
             }
             log_request(u, MRT_DEALLOCATE, size, align, p, ok);
             u->bytes -= u->live[i].size;
+            /* a block read after it went back reads this, not what it held
+             * (give_spares once read a freed block's size) */
+            memset(p, MRT_FREED_BYTE, u->live[i].size);
             mr_deallocate(mr_malloc_resource(), p, u->live[i].size, u->live[i].align);
             u->live[i] = u->live[--u->nlive];
             return;

@@ -77,6 +77,8 @@ typedef struct mrt_request {
     bool   ok;     /* allocate: it succeeded; deallocate: p was live with this size and align */
 } mrt_request;
 
+#define MRT_FREED_BYTE 0xdb /* what mrt_upstream writes over a block given back */
+
 typedef struct mrt_upstream {
     mr_resource base;          /* first: usable as an mr_resource * */
     size_t allocations;        /* successful allocate calls */
