@@ -225,7 +225,8 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
  * saving (ratio, lowest-highest lo..hi, the apply runtime's identification
  * included) and the allocators' saving (alloc, what a change in the
  * source would save), both as shares of glibc's run. */
-static void plan_verdict(FILE *f, const struct mra_planned *pl, double ratio, double lo, double hi, double alloc)
+static void plan_verdict(FILE *f, const struct mra_planned *pl, double ratio, double lo, double hi, double alloc,
+                         double kept)
 {
     double share = pl->min_share > 0 ? pl->min_share : 0.02, saved = 1 - ratio;
     if (pl->candidates_instead)
@@ -250,6 +251,10 @@ static void plan_verdict(FILE *f, const struct mra_planned *pl, double ratio, do
         fprintf(f, "  verdict: under the %g%% rule as measured (the plan %.1f%%, the allocators %.1f%% of glibc's\n"
                    "  run): none\n",
                 100 * share, 100 * saved, 100 * alloc);
+    /* glibc told to keep its memory, no change to the program at all */
+    if (1 - kept >= share && 1 - kept > saved + share)
+        fprintf(f, "  glibc with its memory kept saved more, %.1f%% of its run: its tunables (below) come first\n",
+                100 * (1 - kept));
 }
 
 int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, const struct mra_measure_options *o,
@@ -459,7 +464,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
             fprintf(f, ", %.1f ms at the rounds' speed (%.2fx)", sp * pl->predicted_ns / 1e6,
                     a > 0 ? sp * pl->predicted_ns / (a * g) : 0);
         fputc('\n', f);
-        plan_verdict(f, pl, ratio, plo, phi, a);
+        plan_verdict(f, pl, ratio, plo, phi, a, median(vs[kept].ratio, vs[kept].runs, NULL, NULL));
         if (over) {
             /* mimalloc's run less the plan's over it, per round */
             for (unsigned r = 0; r < vs[over].runs; r++)
