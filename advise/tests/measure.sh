@@ -35,7 +35,7 @@ grep -Eq "^  page faults [0-9]+ against glibc's [0-9]+ \(-?[0-9]+ fewer\); the r
   || fail "no line of the page faults glibc's memory kept saved"
 grep -Eq '^  took [0-9.]+x its calibrated [0-9.]+ ns \([0-9.]+-[0-9.]+\); the prediction at that speed: -?[0-9.]+ ms$' "$r" \
   || fail "no line of the machine's speed in the rounds"
-grep -Eq "^  verdict: (the plan saves [0-9.]+% of glibc's run|the plan's run saves [0-9.]+%|under the [0-9.]+% rule as measured)" "$r" \
+grep -Eq "^  verdict: (the plan saves [0-9.]+% of glibc's run|the plan's run saves -?[0-9.]+%|under the [0-9.]+% rule as measured)" "$r" \
   || fail "no verdict of the rounds"
 grep -q '^  nothing passed the ' "$r" && fail "candidates measured instead, where --plan-candidates planned them"
 grep -Eq 'DIFFERS' "$r" && fail "a run changed the output or exit status"
