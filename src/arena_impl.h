@@ -44,8 +44,8 @@
  * its children, often a little at a time, and a doubled newest block would
  * be mostly tail (the tree scenario: 64 connections held 1.71 MB at the
  * peak for 1.23 MB of results, 0.44 MB of it their newest blocks' tails;
- * growing by the growth size, 1.46 MB, peak RSS 5.12 MiB against 5.45,
- * APR's 5.08, for 0.2% more instructions).  The shared blocks a keeper
+ * growing by the growth size, 1.46 MB, peak RSS 5140 KiB against 5452,
+ * APR's 5076-5116, for 0.2% more instructions).  The shared blocks a keeper
  * gives such a parent are of its growth size or less for the same reason
  * (arena_create.c). */
 #define MRI_ARENA_PARENT_STEADY ((size_t)64 << 10)

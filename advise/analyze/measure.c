@@ -557,8 +557,8 @@ int mra_apply_main(int argc, char **argv)
     /* the stats are written at exit, where the program may have changed
      * directory (git -C): the path is made absolute here */
     char *stats_abs = NULL, cwd[PATH_MAX];
-    if (stats && stats[0] != '/' && getcwd(cwd, sizeof cwd))
-        stats = stats_abs = mra_path_join(cwd, stats);
+    if (stats && stats[0] != '/' && getcwd(cwd, sizeof cwd) && (stats_abs = mra_path_join(cwd, stats)) != NULL)
+        stats = stats_abs;
     const char *env[][2] = {
         { "MEMRES_ADVISE_PLAN", plan_abs },
         { "MEMRES_ADVISE_APPLY_STATS", stats },

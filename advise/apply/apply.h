@@ -372,8 +372,8 @@ static inline unsigned mra_apply_route_of(const uint64_t *fr, unsigned n)
     }
 }
 
-/* The planned stacks' first 2, 4, 8 ... frames (short of the whole
- * stack), for the walk's ways out: a call from a planned first frame
+/* The planned stacks' first 2, 4, 8 ... frames (up to the whole stack),
+ * for the walk's ways out: a call from a planned first frame
  * (operator new, an allocation wrapper) whose first frames begin no
  * planned stack is glibc's after those frames, not the whole walk.  NULL
  * where that saves nothing (a walk of 2 frames or fewer). */

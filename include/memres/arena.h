@@ -94,9 +94,10 @@ typedef struct mr_arena_mark mr_arena_mark; /* the fields: memres/bits/arena.h *
  * rounded to 64 bytes (below a page) or to pages: never a power of two plus
  * a header.  An arena with live children (memres/tree.h) grows by blocks of
  * one size until it holds 64 KiB, so that a parent keeping a little at a
- * time beside its children has no doubled, mostly empty newest block.  While the arena holds 3 MiB to 12 MiB a new block is at most
- * a twelfth of what it holds (or what the request needs), so the newest
- * block's unused tail stays a small share of the whole.
+ * time beside its children has no doubled, mostly empty newest block.
+ * While the arena holds 3 MiB to 12 MiB a new block is at most a twelfth
+ * of what it holds (or what the request needs), so the newest block's
+ * unused tail stays a small share of the whole.
  * Errors: NULL with EINVAL (buffer without size or size without buffer,
  * buffer_size below MR_ARENA_BUFFER_MIN, block_size > max_block_size when
  * both are given, a block size that cannot be rounded to pages within
