@@ -365,6 +365,9 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
  * serve, an object pool for a pools site with a size of half its
  * allocations or more; MRA_NONE where there is none. */
 enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, uint64_t max_small_size);
+/* Where no site of a is recommended: how many the rules name a candidate
+ * for, and (ns) what they would save; 0 where a site is recommended. */
+size_t mra_candidates_only(const struct mra_analysis *a, double *ns);
 
 /* ---- apply and measure (measure.c) ---- */
 

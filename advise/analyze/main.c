@@ -237,16 +237,10 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
      * the rules' candidates instead: a "none" is what measuring checks
      * (Debian's perl on a word index: candidates predicted at 1.3-1.5% of
      * the run saved 4.7-8.5%) */
-    if (pl && pl->dir && mode == MRA_PLAN_RECOMMENDED) {
-        bool rec = false, cand = false;
-        for (size_t i = 0; i < a->nsites; i++) {
-            rec |= a->sites[i].rec != MRA_NONE;
-            cand |= a->sites[i].candidate != MRA_NONE;
-        }
-        if (!rec && cand) {
-            mode = pl->mode = MRA_PLAN_CANDIDATES;
-            pl->candidates_instead = true;
-        }
+    double cand_ns;
+    if (pl && pl->dir && mode == MRA_PLAN_RECOMMENDED && mra_candidates_only(a, &cand_ns) > 0) {
+        mode = pl->mode = MRA_PLAN_CANDIDATES;
+        pl->candidates_instead = true;
     }
     FILE *f = open_out(path);
     if (!f)

@@ -182,6 +182,22 @@ enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, uint64_t 
     }
 }
 
+size_t mra_candidates_only(const struct mra_analysis *a, double *ns)
+{
+    size_t n = 0;
+    double sum = 0;
+    for (size_t i = 0; i < a->nsites; i++) {
+        if (a->sites[i].rec != MRA_NONE)
+            return *ns = 0, 0;
+        if (a->sites[i].candidate != MRA_NONE) {
+            n++;
+            sum += a->sites[i].candidate_saving_ns;
+        }
+    }
+    *ns = sum;
+    return n;
+}
+
 int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, enum mra_plan_mode mode,
                    unsigned only_site, enum mra_rec as)
 {

@@ -360,14 +360,9 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
                 a->nsites_total - top == 1 ? "" : "s");
     fputc('\n', o);
     /* a "none" with candidates under the rule: what measuring checks */
-    size_t ncand = 0;
-    double cand = 0;
-    for (size_t i = 0; i < a->nsites; i++)
-        if (a->sites[i].rec == MRA_NONE && a->sites[i].candidate != MRA_NONE) {
-            ncand++;
-            cand += a->sites[i].candidate_saving_ns;
-        }
-    if (nrec == 0 && ncand > 0)
+    double cand;
+    size_t ncand = mra_candidates_only(a, &cand);
+    if (ncand > 0)
         fprintf(o,
                 "under the rule: %zu candidate site%s, predicted %s (%.1f%% of the run); a prediction sees the\n"
                 "time in glibc's calls, not what the program's own code gains from objects made side by side:\n"
