@@ -96,6 +96,7 @@ struct mra_profile {
     struct mra_timeline_point *timeline; /* tl.npoints points (format.h) */
     struct mra_heap_header heap; /* what glibc gave back and took again (all 0 before version 6) */
     struct mra_heap_site heap_sites[MRA_HEAP_SITES];
+    struct mra_speed speed;      /* the machine's speed in the run (all 0 before version 7) */
 };
 
 /* Reads the profile at path, of versions MRA_PROFILE_VERSION_MIN to
@@ -226,6 +227,8 @@ struct mra_options {
     const char **wrappers;       /* --wrapper names, added to the built-in ones */
     size_t nwrappers;
     bool progress;               /* a progress line on stderr */
+    bool no_speed;               /* the recording's speed not applied
+                                    (MEMRES_ADVISE_RECORDING_SPEED=0) */
     struct mra_thresholds th;
 };
 
@@ -293,8 +296,15 @@ struct mra_analysis {
     struct mra_costs costs;
     struct mra_options opts;
     double total_saving_ns;      /* over recommended sites */
-    double glibc_scale;          /* the sites' timed glibc time, scaled so that its sum is at
-                                    most the program's own time (<= 1) */
+    double glibc_scale;          /* the sites' timed glibc time, taken to the calibration's
+                                    speed (1 / speed) and scaled so that its sum is at most
+                                    the program's own time */
+    double glibc_clamp;          /* the second factor alone (<= 1) */
+    double speed;                /* the recording's time for the calibration's probe over the
+                                    calibration's (1: not known, or not applied); the run's
+                                    time and its timed figures are divided by it */
+    double speed_probe_ns;       /* the recording's probe (mean of start and exit), 0: none */
+    struct mra_speed speed_probes; /* the profile's speed section, copied */
     struct mra_behind behind[MRA_BEHIND_MAX]; /* by saving, descending */
     size_t nbehind;
     size_t nsites_total;         /* sites after merging; sites[] holds the first

@@ -55,6 +55,29 @@ static double glibc_scale_of(double glibc_sum, double program_ns)
     return glibc_sum > program_ns && glibc_sum > 0 ? program_ns / glibc_sum : 1;
 }
 
+/* The run's speed against the calibration (struct mra_analysis.speed):
+ * the recording's probes on its own thread (the mean of those that ran)
+ * over the calibration's cell, held to [1/3, 3] (a probe that far off is
+ * no figure of the machine); 1 without either. */
+static double speed_of(const struct mra_profile *p, const struct mra_costs *c, double *probe)
+{
+    double sum = 0;
+    int n = 0;
+    if (p->speed.start_ns > 0) {
+        sum += p->speed.start_ns;
+        n++;
+    }
+    if (p->speed.exit_ns > 0) {
+        sum += p->speed.exit_ns;
+        n++;
+    }
+    *probe = n ? sum / n : 0;
+    double ref = mra_costs_probe_ref(c);
+    if (!n || !(ref > 0))
+        return 1;
+    return fmin(3, fmax(1.0 / 3, *probe / ref));
+}
+
 int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const struct mra_costs *c,
                 const struct mra_options *o, struct mra_analysis *a)
 {
@@ -67,8 +90,16 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
      * a profile without CPU time takes the wall clock. */
     double rec = p->h.end_ns > p->h.start_ns ? (double)(p->h.end_ns - p->h.start_ns) : 0;
     a->recorded_ns = rec;
-    double base = p->h.cpu_ns ? (double)p->h.cpu_ns : rec;
-    a->program_ns = base - (double)p->h.recorder_ns;
+    /* ... taken to the calibration's speed, as the timed figures below: a
+     * recording on a virtual CPU that ran glibc's pair at 1.7x the
+     * calibration's time timed kat_mixed's site at 119-138 ms, on the other
+     * at 71 ms */
+    a->speed = speed_of(p, c, &a->speed_probe_ns);
+    a->speed_probes = p->speed;
+    if (o->no_speed)
+        a->speed = 1;
+    double base = (p->h.cpu_ns ? (double)p->h.cpu_ns : rec) / a->speed;
+    a->program_ns = base - (double)p->h.recorder_ns / a->speed;
     if (a->program_ns < base / 10)
         a->program_ns = base / 10;
     /* ... and never below what glibc's calls take at this machine's
@@ -101,7 +132,8 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
     for (size_t i = 0; i < p->nsites; i++)
         if (!p->sites[i].s.free_stack)
             glibc_sum += (double)p->sites[i].s.glibc_ns;
-    a->glibc_scale = glibc_scale_of(glibc_sum, a->program_ns);
+    a->glibc_clamp = glibc_scale_of(glibc_sum / a->speed, a->program_ns);
+    a->glibc_scale = a->glibc_clamp / a->speed;
 
     /* memory glibc gave back and took again: the program faults its pages
      * in a second time (an allocator that keeps its memory would not) */
@@ -119,7 +151,7 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         double counted = 0;
         for (size_t i = 0; i < p->nsites; i++)
             if (!p->sites[i].s.free_stack)
-                counted += mra_slow_reused(&p->sites[i].s, MRA_NONE);
+                counted += mra_slow_reused(&p->sites[i].s, MRA_NONE) / a->speed;
         if (p->heap.retaken_bytes == 0)
             a->slow_scale = 0;
         else if (a->heap_retaken_ns > 0 && counted > a->heap_retaken_ns)
@@ -178,7 +210,8 @@ int mra_analyze(const struct mra_profile *p, struct mra_symbols *sym, const stru
         costed = base;
     if (costed > a->program_ns) {
         a->program_ns = a->program_floor_ns = costed;
-        a->glibc_scale = glibc_scale_of(glibc_sum, a->program_ns);
+        a->glibc_clamp = glibc_scale_of(glibc_sum / a->speed, a->program_ns);
+        a->glibc_scale = a->glibc_clamp / a->speed;
         for (size_t i = 0; i < w.n; i++)
             if (!w.ms[i].dead && mra_judge(&w.ms[i], a, c, &o->th) != 0)
                 goto nomem;

@@ -25,6 +25,7 @@
  * writable home the costs are measured and not cached. */
 #include "analysis.h"
 #include "clock.h"
+#include "probe.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -68,23 +69,6 @@ unsigned mra_cost_class(uint64_t size)
         return 0;
     unsigned c = 64u - (unsigned)__builtin_clzll(size - 1);
     return c < MRA_COST_CLASSES ? c : MRA_COST_CLASSES - 1;
-}
-
-/* Writes p as a program would: one byte a page. */
-static inline void touch(void *p, size_t size)
-{
-    volatile unsigned char *b = p;
-    for (size_t i = 0; i < size; i += PAGE)
-        b[i] = (unsigned char)i;
-}
-
-static inline uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
 }
 
 /* Objects live at once for a size: a power of two up to `most` (a power of
@@ -194,11 +178,11 @@ static double run_glibc_lifo(size_t size, void **v)
     do {
         /* freed at once, then in reverse order */
         void *p = malloc(size);
-        touch(p, size);
+        mra_touch(p, size);
         free(p);
         for (int i = 0; i < depth; i++) {
             v[i] = malloc(size);
-            touch(v[i], size);
+            mra_touch(v[i], size);
         }
         for (int i = depth - 1; i >= 0; i--)
             free(v[i]);
@@ -223,7 +207,7 @@ static double run_glibc_batch(size_t size, void **v, bool kept, size_t n)
     do {
         for (size_t i = 0; i < n; i++) {
             v[i] = malloc(size);
-            touch(v[i], size);
+            mra_touch(v[i], size);
         }
         for (size_t i = 0; i < n; i++)
             free(v[i]);
@@ -243,7 +227,7 @@ static double run_page_fault(void)
         void *p = mmap(NULL, FAULT_PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return -1;
-        touch(p, FAULT_PAGES * PAGE);
+        mra_touch(p, FAULT_PAGES * PAGE);
         munmap(p, FAULT_PAGES * PAGE);
     } while (cell_round(&c, FAULT_PAGES));
     return cell_result(&c);
@@ -251,24 +235,7 @@ static double run_page_fault(void)
 
 static double run_glibc_random(size_t size, void **v, size_t n)
 {
-    uint64_t s = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < n; i++) {
-        v[i] = malloc(size);
-        touch(v[i], size);
-    }
-    struct cell c;
-    cell_init(&c);
-    do {
-        for (int r = 0; r < 64; r++) {
-            size_t i = (size_t)rng_next(&s) & (n - 1);
-            free(v[i]);
-            v[i] = malloc(size);
-            touch(v[i], size);
-        }
-    } while (cell_round(&c, 64));
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    return cell_result(&c);
+    return mra_random_pairs(malloc, free, size, v, n, CELL_NS);
 }
 
 #if defined(__x86_64__)
@@ -304,18 +271,18 @@ static double run_glibc_fenced(size_t size, void **v)
     double empty = mra_empty_interval(iv, 2000);
     for (size_t i = 0; i < n; i++) {
         v[i] = malloc(size);
-        touch(v[i], size);
+        mra_touch(v[i], size);
     }
     uint64_t m0 = mra_mono_ns(), c0 = (uint64_t)__rdtsc(), sum = 0, pairs = 0;
     do {
         for (int r = 0; r < 64; r++) {
-            size_t i = (size_t)rng_next(&s) & (n - 1);
+            size_t i = (size_t)mra_rng_next(&s) & (n - 1);
             uint64_t t1 = fenced_tsc();
             free(v[i]);
             uint64_t t2 = fenced_tsc();
             v[i] = malloc(size);
             uint64_t t3 = fenced_tsc();
-            touch(v[i], size);
+            mra_touch(v[i], size);
             sum += (t2 - t1) + (t3 - t2);
         }
         pairs += 64;
@@ -344,7 +311,7 @@ static double run_arena(size_t size, void **v, size_t n)
     do {
         for (size_t i = 0; i < n; i++) {
             v[i] = mr_arena_alloc(a, size);
-            touch(v[i], size);
+            mra_touch(v[i], size);
         }
         mr_arena_reset(a);
     } while (cell_round(&c, n));
@@ -366,12 +333,12 @@ static double run_arena_rewind(size_t size, void **v)
     do {
         m[0] = mr_arena_save(a);
         void *p = mr_arena_alloc(a, size);
-        touch(p, size);
+        mra_touch(p, size);
         mr_arena_rewind(a, m[0]);
         for (int i = 0; i < depth; i++) {
             m[i] = mr_arena_save(a);
             v[i] = mr_arena_alloc(a, size);
-            touch(v[i], size);
+            mra_touch(v[i], size);
         }
         for (int i = depth - 1; i >= 0; i--)
             mr_arena_rewind(a, m[i]);
@@ -390,16 +357,16 @@ static double run_objpool(size_t size, void **v, size_t n)
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < n; i++) {
         v[i] = mr_objpool_alloc(p);
-        touch(v[i], size);
+        mra_touch(v[i], size);
     }
     struct cell c;
     cell_init(&c);
     do {
         for (int r = 0; r < 64; r++) {
-            size_t i = (size_t)rng_next(&s) & (n - 1);
+            size_t i = (size_t)mra_rng_next(&s) & (n - 1);
             mr_objpool_free(p, v[i]);
             v[i] = mr_objpool_alloc(p);
-            touch(v[i], size);
+            mra_touch(v[i], size);
         }
     } while (cell_round(&c, 64));
     mr_objpool_destroy(p);
@@ -414,16 +381,16 @@ static double run_pools(size_t size, void **v, size_t n)
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < n; i++) {
         v[i] = mr_pools_alloc(p, size, 16);
-        touch(v[i], size);
+        mra_touch(v[i], size);
     }
     struct cell c;
     cell_init(&c);
     do {
         for (int r = 0; r < 64; r++) {
-            size_t i = (size_t)rng_next(&s) & (n - 1);
+            size_t i = (size_t)mra_rng_next(&s) & (n - 1);
             mr_pools_free(p, v[i], size, 16);
             v[i] = mr_pools_alloc(p, size, 16);
-            touch(v[i], size);
+            mra_touch(v[i], size);
         }
     } while (cell_round(&c, 64));
     mr_pools_destroy(p);
@@ -506,12 +473,12 @@ static double run_remote(size_t size, void **v, bool pools)
         if (r.pools)
             for (size_t i = 0; i < r.n; i++) {
                 v[i] = mr_pools_alloc(r.pools, size, 16);
-                touch(v[i], size);
+                mra_touch(v[i], size);
             }
         else
             for (size_t i = 0; i < r.n; i++) {
                 v[i] = malloc(size);
-                touch(v[i], size);
+                mra_touch(v[i], size);
             }
         alloc_ns += mra_mono_ns() - t0;
         ops += r.n;
@@ -903,25 +870,18 @@ int mra_costs_get(struct mra_costs *c, bool quiet)
 
 /* ---- the machine's speed now ---- */
 
-#define PROBE_SIZE 32 /* a measured class (MEASURED): the cell is no interpolation */
 
 double mra_costs_probe_ref(const struct mra_costs *c)
 {
-    return c->glibc[MRA_PAT_RANDOM][mra_cost_class(PROBE_SIZE)];
+    return c->glibc[MRA_PAT_RANDOM][mra_cost_class(MRA_PROBE_SIZE)];
 }
 
 double mra_costs_probe(void)
 {
-    size_t n = live_count(PROBE_SIZE, 4096);
-    void **v = malloc(n * sizeof *v);
+    void **v = malloc(MRA_PROBE_LIVE * sizeof *v);
     if (!v)
         return 0;
-    double best = HUGE_VAL;
-    for (int i = 0; i < 3; i++) {
-        double r = run_glibc_random(PROBE_SIZE, v, n);
-        if (r > 0 && r < best)
-            best = r;
-    }
+    double best = mra_probe_pairs(malloc, free, v);
     free(v);
-    return best < HUGE_VAL ? best : 0;
+    return best;
 }

@@ -503,7 +503,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
                  : a->slow_scale > 0
                      ? " and held to the memory glibc took again (its re-faults: the heap's section)"
                      : " but glibc took no memory again (the heap's section): none of them",
-                 a->glibc_scale < 1 ? "; scaled down with every site's to the program's own time" : "");
+                 a->glibc_clamp < 1 ? "; scaled down with every site's to the program's own time" : "");
     else if (timed_model(s, th))
         snprintf(costed, sizeof costed,
                  "glibc costed as %s (this machine's calibration, %.1f ms: more than the run timed, %.1f ms of "

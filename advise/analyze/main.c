@@ -97,7 +97,9 @@ static void usage(FILE *f)
             "XDG_CACHE_HOME (the cached costs of this machine), MEMRES_ADVISE_RECALIBRATE=1,\n"
             "MEMRES_ADVISE_COSTS=FILE (costs from FILE, a cache file, instead of this machine's),\n"
             "MEMRES_ADVISE_MIN_SHARE=PERCENT (--min-share's default), MEMRES_ADVISE_MODEL=calibrated\n"
-            "(glibc's costs from the calibration only, not from the run's timed samples).\n"
+            "(glibc's costs from the calibration only, not from the run's timed samples),\n"
+            "MEMRES_ADVISE_RECORDING_SPEED=0 (the run's times as timed, not taken to the calibration's\n"
+            "speed).\n"
             "Documentation: docs/ADVISE.md.\n",
             MRA_MAX_DEPTH - MRA_FOLD_EXTRA);
 }
@@ -430,6 +432,12 @@ int main(int argc, char **argv)
         if (strcmp(model, "calibrated") != 0)
             return bad_usage("MEMRES_ADVISE_MODEL wants timed or calibrated, not", model);
         o.th.min_timed_samples = 0;
+    }
+    const char *speed = getenv("MEMRES_ADVISE_RECORDING_SPEED");
+    if (speed && *speed) {
+        if (strcmp(speed, "0") != 0 && strcmp(speed, "1") != 0)
+            return bad_usage("MEMRES_ADVISE_RECORDING_SPEED wants 1 (applied) or 0 (not), not", speed);
+        o.no_speed = strcmp(speed, "0") == 0;
     }
     const char *report = NULL, *json = NULL, *svg = NULL, *html = NULL, *trace = NULL;
     char *html_data = NULL, *measured = NULL;

@@ -133,6 +133,8 @@ int mra_profile_read(const char *path, struct mra_profile *p)
         goto corrupt;
     if (h->version >= 6 && read_heap(f, p) != 0)
         goto corrupt;
+    if (h->version >= 7 && read_exact(f, &p->speed, sizeof p->speed) != 0)
+        goto corrupt;
     fclose(f);
     return 0;
 

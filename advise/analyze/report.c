@@ -212,13 +212,22 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
     else if (h->cpu_ns)
         fprintf(o, "run time %s CPU (user + system: %s under the recorder less %s in its hooks; %s wall)",
                 fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b5, sizeof b5, (double)h->cpu_ns),
-                fmt_ns(b3, sizeof b3, (double)h->cpu_ns - a->program_ns), fmt_ns(b6, sizeof b6, a->recorded_ns));
+                fmt_ns(b3, sizeof b3, (double)h->cpu_ns - a->program_ns * a->speed),
+                fmt_ns(b6, sizeof b6, a->recorded_ns));
     else
         fprintf(o, "run time %s (%s under the recorder, less %s in its hooks)", fmt_ns(b1, sizeof b1, a->program_ns),
-                fmt_ns(b6, sizeof b6, a->recorded_ns), fmt_ns(b5, sizeof b5, a->recorded_ns - a->program_ns));
+                fmt_ns(b6, sizeof b6, a->recorded_ns),
+                fmt_ns(b5, sizeof b5, a->recorded_ns - a->program_ns * a->speed));
     fprintf(o, "; %s allocations, %s frees, %s reallocs, %s requested\n", fmt_count(b2, sizeof b2, h->allocations),
             fmt_count(b3, sizeof b3, h->frees), fmt_count(b4, sizeof b4, h->reallocs),
             fmt_bytes((char[32]){ 0 }, 32, (double)h->bytes));
+    if (a->speed_probe_ns > 0)
+        fprintf(o,
+                "speed: glibc's pair of the calibration (32 bytes, random order) took %.1f ns on the program's "
+                "thread (%.1f at start, %.1f at exit), %.1f in the calibration: %s\n",
+                a->speed_probe_ns, a->speed_probes.start_ns, a->speed_probes.exit_ns, mra_costs_probe_ref(&a->costs),
+                a->speed != 1 ? "the run's times and its timed figures are taken to the calibration's speed"
+                              : "the run's times as timed (MEMRES_ADVISE_RECORDING_SPEED=0, or no calibration)");
     fprintf(o, "peak live %s in %s objects; at exit %s in %s objects; %llu thread%s; %llu foreign frees\n",
             fmt_bytes(b1, sizeof b1, (double)h->peak_live_bytes), fmt_count(b2, sizeof b2, h->peak_live_objects),
             fmt_bytes(b3, sizeof b3, (double)h->live_bytes_at_exit),
@@ -465,6 +474,10 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     fprintf(o, ", \"recorded_cpu_ns\": %llu", U(h->cpu_ns));
     fprintf(o, ", \"recorder_hooks_ns\": %llu, \"run_time_floor_ns\": ", U(h->recorder_ns));
     jnum(o, a->program_floor_ns);
+    fprintf(o, ", \"speed\": ");
+    jnum(o, a->speed);
+    fprintf(o, ", \"speed_probe_ns\": ");
+    jnum(o, a->speed_probe_ns);
     fprintf(o,
             ",\n  \"allocations\": %llu,\n  \"frees\": %llu,\n  \"reallocs\": %llu,\n  \"bytes\": %llu,\n"
             "  \"peak_live_bytes\": %llu,\n  \"peak_live_objects\": %llu,\n  \"live_bytes_at_exit\": %llu,\n"

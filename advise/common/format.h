@@ -25,7 +25,7 @@
 /* ---- the profile ---- */
 
 #define MRA_PROFILE_MAGIC "MRADVPF1" /* 8 bytes, no NUL in the file */
-#define MRA_PROFILE_VERSION 6u
+#define MRA_PROFILE_VERSION 7u
 #define MRA_PROFILE_VERSION_MIN 4u /* the oldest read: version 4 has no timeline section */
 #define MRA_MAX_DEPTH 64u     /* frames per site, at most */
 #define MRA_FOLD_EXTRA 4u     /* frames recorded beyond --depth, for folding wrappers */
@@ -35,7 +35,7 @@
 
 /* The file: struct mra_profile_header, then nmodules module records, then
  * nsites site records, then (version 5 on) the timeline section, then
- * (version 6 on) the heap section. */
+ * (version 6 on) the heap section, then (version 7 on) the speed section. */
 struct mra_profile_header {
     char magic[8];
     uint32_t version;
@@ -59,7 +59,8 @@ struct mra_profile_header {
     uint64_t recorder_ns;        /* the recorder's own time in its hooks (sampled, all
                                     threads): the program alone ran about cpu_ns - this */
     uint64_t cpu_ns;             /* the process's CPU time (user + system, every thread) when
-                                    the profile was written; 0: not known (then end - start) */
+                                    the profile was written, less the speed probes' (version
+                                    7); 0: not known (then end - start) */
     char program[256];           /* /proc/self/exe, NUL-terminated */
 };
 
@@ -191,6 +192,18 @@ struct mra_heap_site {
     uint32_t reserved;
     uint64_t given_back_bytes;   /* by its objects' frees and reallocs */
     uint64_t retaken_bytes;      /* by its allocations and reallocs */
+};
+
+/* The speed section: how fast the machine ran the recorded program, as the
+ * calibration measures it (common/probe.h: glibc's 32-byte pair in random
+ * order, ns of thread CPU time, the least of 3 runs of 2 ms), on the
+ * program's own thread when the recorder started and when it wrote the
+ * profile; 0 where a probe did not run.  The analysis takes the run's
+ * timed figures and its time to the calibration's speed with them. */
+struct mra_speed {
+    double start_ns, exit_ns;
+    uint64_t cost_ns;            /* the probes' own CPU time, taken off the header's cpu_ns */
+    uint64_t reserved;
 };
 
 /* ---- the trace ---- */

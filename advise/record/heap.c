@@ -64,6 +64,22 @@ static void grown_to(uintptr_t end)
     heap_last = end;
 }
 
+void mrr_heap_settle(void)
+{
+    pthread_mutex_lock(&heap_mu);
+    grown_to(heap_end());
+    pthread_mutex_unlock(&heap_mu);
+}
+
+void mrr_heap_skip(void)
+{
+    pthread_mutex_lock(&heap_mu);
+    uintptr_t end = heap_end();
+    if (end > heap_last)
+        heap_last = end;
+    pthread_mutex_unlock(&heap_mu);
+}
+
 COLD void mrr_heap_trimmed(uint32_t site, uintptr_t before, uintptr_t after)
 {
     pthread_mutex_lock(&heap_mu);

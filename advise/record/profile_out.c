@@ -77,6 +77,13 @@ static void finish_site(struct gsite *g, struct mra_site_stats *out)
 
 void mrr_write_profile(uint64_t end_ns)
 {
+    /* the speed at exit, after the heap's last growth is counted: the
+     * probe's own is not the program's */
+    mrr_heap_settle();
+    mrr_speed_probe(true);
+    mrr_heap_skip();
+    struct mra_speed sp;
+    mrr_speed_get(&sp);
     uint32_t ns = atomic_load_explicit(&g_nsites, memory_order_acquire);
     dl_iterate_phdr(mrr_phdr_cb, NULL);
     char tmp[4200];
@@ -135,6 +142,7 @@ void mrr_write_profile(uint64_t end_ns)
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         h.cpu_ns = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
                    (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+    h.cpu_ns = h.cpu_ns > sp.cost_ns ? h.cpu_ns - sp.cost_ns : 0;
     memcpy(h.program, g_exe, sizeof h.program);
     h.program[sizeof h.program - 1] = 0;
     wb_put(w, &h, sizeof h);
@@ -156,6 +164,7 @@ void mrr_write_profile(uint64_t end_ns)
     }
     mrr_tl_write(wb_put_cb, w, end_ns, h.peak_live_bytes, h.live_bytes_at_exit, h.live_objects_at_exit, h.ticks);
     mrr_heap_write(wb_put_cb, w, ns);
+    wb_put(w, &sp, sizeof sp);
     mrr_write_all(fd, w->buf, w->len);
     munmap(w, sizeof *w);
     if (close(fd) == 0)

@@ -622,6 +622,13 @@ void mrr_write_profile(uint64_t end_ns);
 COLD void mrr_heap_trimmed(uint32_t site, uintptr_t before, uintptr_t after);
 COLD void mrr_heap_unmapped(uint32_t site, size_t bytes);
 void mrr_heap_start(void);
+/* At exit, before and after what the recorder itself allocates: the heap's
+ * growth so far counted, and what it grows by in between not. */
+void mrr_heap_settle(void);
+void mrr_heap_skip(void);
+/* speed.c: the speed probe (format.h), at start-up or at exit, and its figures. */
+void mrr_speed_probe(bool at_exit);
+void mrr_speed_get(struct mra_speed *out);
 void mrr_heap_write(void (*put)(void *, const void *, size_t), void *ctx, uint32_t nsites);
 /* timeline.c: started after the clocks' calibration; a point offered at a
  * timed sample's time t (clock units); the section written through put */

@@ -108,6 +108,7 @@ __attribute__((constructor(101))) static void rec_init(void)
     _Unwind_Backtrace(noop_cb, NULL); /* libgcc's own set-up, here */
     mrr_clock_calibrate();
     mrr_timer_calibrate();
+    mrr_speed_probe(false);
     g_start_ns = mra_mono_ns();
     mrr_tl_start();
     mrr_heap_start();

@@ -1249,12 +1249,13 @@ static void test_order_and_reports(void **state)
  * version 5 on, the timeline section th and its points (th.npoints of
  * them; fewer written: ngiven), from version 6 on the heap section heap
  * and its nhsites sites (write_profile: none). */
-static void write_profile_heap(const char *path, uint32_t version, const cap *c,
-                               const struct mra_timeline_header *th, const struct mra_timeline_point *pts,
-                               uint32_t ngiven, const struct mra_heap_header *heap,
-                               const struct mra_heap_site *hsites, uint32_t nhsites)
-{
-    synth s;
+/* ... and from version 7 on the speed section sp (NULL: none written;
+ * write_profile_heap writes one of zeros). */
+static void write_profile_speed(const char *path, uint32_t version, const cap *c,
+                                const struct mra_timeline_header *th, const struct mra_timeline_point *pts,
+                                uint32_t ngiven, const struct mra_heap_header *heap,
+                                const struct mra_heap_site *hsites, uint32_t nhsites, const struct mra_speed *sp)
+{    synth s;
     synth_init(&s, RUN_NS, 16u << 20);
     s.p.h.version = version;
     s.p.h.nmodules = 0;
@@ -1279,13 +1280,37 @@ static void write_profile_heap(const char *path, uint32_t version, const cap *c,
         assert_int_equal(fwrite(heap, sizeof *heap, 1, f), 1);
         assert_int_equal(fwrite(hsites, sizeof *hsites, nhsites, f), nhsites);
     }
+    if (sp)
+        assert_int_equal(fwrite(sp, sizeof *sp, 1, f), 1);
     assert_int_equal(fclose(f), 0);
+}
+
+static void write_profile_heap(const char *path, uint32_t version, const cap *c,
+                               const struct mra_timeline_header *th, const struct mra_timeline_point *pts,
+                               uint32_t ngiven, const struct mra_heap_header *heap,
+                               const struct mra_heap_site *hsites, uint32_t nhsites)
+{
+    const struct mra_speed none = { 0 };
+    write_profile_speed(path, version, c, th, pts, ngiven, heap, hsites, nhsites, version >= 7 ? &none : NULL);
 }
 
 static void write_profile(const char *path, uint32_t version, const cap *c, const struct mra_timeline_header *th,
                           const struct mra_timeline_point *pts, uint32_t ngiven)
 {
     write_profile_heap(path, version, c, th, pts, ngiven, NULL, NULL, 0);
+}
+
+/* The analysis of the profile at path, the recording's speed applied or
+ * not (no_speed). */
+static void analyze_speed(const char *path, struct mra_profile *p, result *r, bool no_speed)
+{
+    assert_int_equal(mra_profile_read(path, p), 0);
+    r->sym = mra_symbols_open(p);
+    assert_non_null(r->sym);
+    struct mra_options o;
+    mra_options_default(&o);
+    o.no_speed = no_speed;
+    assert_int_equal(mra_analyze(p, r->sym, &costs, &o, &r->a), 0);
 }
 
 /* The analysis of the profile at path, its JSON report parsed into doc and
@@ -1406,6 +1431,42 @@ static void test_profile_versions(void **state)
     mra_profile_free(&p);
     for (unsigned k = 0; k < MRA_COST_CLASSES; k++)
         costs.page_fault[k] = 0;
+    /* version 7: the speed section.  The recording's probes (mean 60 ns)
+     * against the calibration's cell (30 ns): the run took twice the
+     * calibration's time, so its time and its timed figures count half */
+    const struct mra_speed sp = { .start_ns = 45, .exit_ns = 75 };
+    write_profile_speed(path, 7, &c, &th, pts, 3, &heap, hs, 2, &sp);
+    analyze_file(path, &p, &r, &doc, &text, &page);
+    assert_near(p.speed.exit_ns, 75, 1e-12);
+    assert_near(r.a.speed, 2, 1e-12);
+    assert_near(r.a.program_ns, RUN_NS / 2.0, 1e-9);
+    assert_near(r.a.glibc_scale, 0.5, 1e-12);
+    assert_near(kj_num(kj_get(&doc, "speed"), -1), 2, 1e-12);
+    assert_near(kj_num(kj_get(&doc, "speed_probe_ns"), -1), 60, 1e-12);
+    assert_contains(text, "took 60.0 ns on the program's thread (45.0 at start, 75.0 at exit), 30.0 in the "
+                          "calibration: the run's times and its timed figures are taken to the calibration's speed");
+    kj_free(&doc);
+    free(text);
+    free(page);
+    result_free(&r);
+    mra_profile_free(&p);
+    /* ... not applied when asked, and held to 3x */
+    analyze_speed(path, &p, &r, true);
+    assert_near(r.a.speed, 1, 1e-12);
+    assert_near(r.a.program_ns, RUN_NS, 1e-9);
+    result_free(&r);
+    mra_profile_free(&p);
+    const struct mra_speed slow = { .start_ns = 300 };
+    write_profile_speed(path, 7, &c, &th, pts, 3, &heap, hs, 2, &slow);
+    analyze_speed(path, &p, &r, false);
+    assert_near(r.a.speed, 3, 1e-12);
+    assert_near(r.a.speed_probe_ns, 300, 1e-12);
+    result_free(&r);
+    mra_profile_free(&p);
+    /* a version 7 profile without its speed section */
+    write_profile_speed(path, 7, &c, &th, pts, 3, &heap, hs, 2, NULL);
+    assert_int_equal(mra_profile_read(path, &p), -1);
+
     /* a version 6 profile without its heap section, or naming more sites
      * than the recorder writes */
     write_profile(path, 6, &c, &th, pts, 3);
