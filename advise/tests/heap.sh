@@ -59,6 +59,13 @@ grown=$(heapf "$work/r.json" grown_bytes)
 [ "$(heapf "$work/r.json" retaken_events)" -ge 19 ] || fail "fewer than 19 re-takes"
 [ "$grown" -ge $((retaken + 64 * MiB)) ] && [ "$grown" -lt $((1 << 40)) ] || fail "grown $grown"
 grep -q '"keep_tunables": "glibc.malloc.trim_threshold=' "$work/r.json" || fail "no tunables"
+# the speed probes ran on the program's thread (format.h's speed section),
+# and did not count in the heap's figures above; this test's environment
+# takes the run as timed (MEMRES_ADVISE_RECORDING_SPEED=0)
+grep -Eq "^speed: glibc's pair of the calibration \(32 bytes, random order\) took [0-9.]+ ns on the program's thread \([0-9.]+ at start, [0-9.]+ at exit\)" \
+  "$work/report" || fail "no speed line"
+grep -q '"speed": 1,' "$work/r.json" || fail "the speed applied under MEMRES_ADVISE_RECORDING_SPEED=0"
+grep -Eq '"speed_probe_ns": [1-9]' "$work/r.json" || fail "no speed probe in the JSON"
 # the sites name what their frees gave back (all of it) and what their mapped
 # chunks took again (the heap's growth is on no site)
 sgiven=$(sitef "$work/r.json" heap_given_back_bytes | awk '{ s += $1 } END { print s + 0 }')
