@@ -24,9 +24,10 @@
 # (apply: the plan saved 2% of glibc's run or more in every round; source:
 # only the allocators' saving did; rounds: in the median, not in every
 # round; none).  Real programs that are not installed are skipped: lua5.4,
-# sqlite3, xmllint (libxml2-utils), jq, git and perl, on inputs the script
-# makes in a private folder (git: this project's own history; perl: the
-# word index wordindex.pl).
+# sqlite3, xmllint (libxml2-utils), jq, git, perl and python3.11, on inputs
+# the script makes in a private folder (git: this project's own history;
+# perl and python: the word indexes wordindex.pl and wordindex.py, the
+# latter with PYTHONMALLOC=malloc).
 # MEASURE_TABLE_KEEP=DIR keeps each program's whole report in DIR.
 set -u
 build=$(cd "$1" && pwd)
@@ -128,3 +129,7 @@ row "xmllint --noout (34 MB)" /dev/null xmllint --noout "$work/doc.xml"
 row "jq length (14 MB)" /dev/null jq length "$work/doc.json"
 row "git log -p -n 400" /dev/null git -C "$root" log -p -n 400
 row "perl wordindex.pl" /dev/null perl "$here/wordindex.pl"
+# Python's own allocator (pymalloc) serves its small objects unless told not to
+export PYTHONMALLOC=malloc
+row "python3.11 wordindex.py" /dev/null /usr/bin/python3.11 "$here/wordindex.py"
+unset PYTHONMALLOC
