@@ -405,6 +405,11 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     double remote = share(s->remote_frees, s->frees);
     double dominant = s->nsizes ? share(s->sizes[0].count, s->allocations) : 0;
     uint64_t dsize = s->nsizes ? s->sizes[0].size : 0;
+    /* a site whose objects realloc resizes (one in a hundred or more) is not
+     * of one size, whatever size they were allocated at: an object pool
+     * cannot hold the grown ones (mr_objpool refuses them, the apply runtime
+     * hands them to glibc); the sizes they grow to are not recorded */
+    bool resized = s->reallocs > 0 && s->reallocs * 100 >= s->allocations;
     char rule[400];
     enum mra_rec r = MRA_NONE;
     bool ts = remote >= th->remote_share && s->remote_frees > 0;
@@ -454,7 +459,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
                  "%.1f%% freed together (in bursts that leave nothing younger of the site live) or never freed (%.1f%% never freed; "
                  "together_share >= %.0f%%): reset the arena where the burst frees%s",
                  100 * together, 100 * never, 100 * th->together_share, thr);
-    } else if (dominant >= th->dominant_size_share && dsize <= th->max_small_size) {
+    } else if (dominant >= th->dominant_size_share && dsize <= th->max_small_size && !resized) {
         r = MRA_OBJPOOL;
         m->thread_safe = ts;
         snprintf(rule, sizeof rule,
@@ -464,11 +469,15 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     } else if (s->max_size <= th->max_small_size) {
         r = MRA_POOLS;
         m->thread_safe = ts;
-        snprintf(rule, sizeof rule,
-                 "%s%llu..%llu bytes (<= max_small_size %llu), no size above %.0f%% (dominant_size_share), %s",
+        char why[120];
+        if (resized && dominant >= th->dominant_size_share)
+            snprintf(why, sizeof why, "not one size: realloc resizes its objects (%llu reallocs for %llu allocations)",
+                     (unsigned long long)s->reallocs, (unsigned long long)s->allocations);
+        else
+            snprintf(why, sizeof why, "no size above %.0f%% (dominant_size_share)", 100 * th->dominant_size_share);
+        snprintf(rule, sizeof rule, "%s%llu..%llu bytes (<= max_small_size %llu), %s, %s",
                  s->sizes_overflow || s->nsizes > 1 ? "sizes " : "size ", (unsigned long long)s->min_size,
-                 (unsigned long long)s->max_size, (unsigned long long)th->max_small_size,
-                 100 * th->dominant_size_share, how);
+                 (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, why, how);
     } else {
         m->reason = dupf("none: sizes up to %llu bytes (above max_small_size %llu), %s",
                          (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, how);

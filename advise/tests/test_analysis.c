@@ -672,6 +672,36 @@ static void test_rule_objpool(void **state)
     result_free(&r);
 }
 
+/* One allocation size, but realloc resizes the objects: pools, not an
+ * object pool (which could not hold the grown ones); a rare realloc (under
+ * one allocation in a hundred) leaves the object pool. */
+static void test_rule_objpool_resized(void **state)
+{
+    (void)state;
+    for (int rare = 0; rare < 2; rare++) {
+        static synth s;
+        cap c;
+        caller_b(&c);
+        synth_init(&s, RUN_NS, 8 << 20);
+        struct mra_site_stats st = stats_one(1000000, 48);
+        st.freed_together = 300000;
+        st.reallocs = rare ? 9999 : 200000;
+        st.realloc_moves = st.reallocs / 2;
+        synth_add(&s, &c, st);
+        result r;
+        analyze(&s, &r);
+        const struct mra_site *m = &r.a.sites[0];
+        if (rare) {
+            assert_int_equal(m->rec, MRA_OBJPOOL);
+        } else {
+            assert_int_equal(m->rec, MRA_POOLS);
+            assert_contains(m->reason, "not one size: realloc resizes its objects (200000 reallocs for 1000000 "
+                                       "allocations)");
+        }
+        result_free(&r);
+    }
+}
+
 static void test_rule_pools(void **state)
 {
     (void)state;
@@ -1514,6 +1544,7 @@ int main(void)
         cmocka_unit_test(test_rule_arena_at_exit),
         cmocka_unit_test(test_rule_arena_rewind),
         cmocka_unit_test(test_rule_objpool),
+        cmocka_unit_test(test_rule_objpool_resized),
         cmocka_unit_test(test_rule_pools),
         cmocka_unit_test(test_rule_pools_thread_safe),
         cmocka_unit_test(test_rule_none),
