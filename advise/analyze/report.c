@@ -141,7 +141,7 @@ static void print_thresholds(FILE *o, const struct mra_thresholds *t)
             "that leave nothing younger of the site live, or never freed;\n"
             "       arena-rewind when >= stack_share %.0f%% of frees free the youngest live object;\n"
             "       objpool when one size <= max_small_size %llu B is >= dominant_size_share %.0f%% of "
-            "allocations; pools when all sizes <= %llu B;\n"
+            "allocations and realloc resizes under 1%% of them; pools when all sizes <= %llu B;\n"
             "       thread-safe pools/objpool (never an arena) when >= remote_share %.0f%% of frees are remote;\n"
             "       retention warning when an arena would hold > retention_warn %.1fx the site's or the "
             "program's peak live bytes\n",
