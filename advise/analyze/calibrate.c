@@ -124,40 +124,6 @@ static size_t objpool_per_block(size_t size)
 
 /* ---- one run of one cell: ns per allocation ---- */
 
-/* A cell's clocks: a first round that warms up (not counted), then rounds
- * until CELL_NS of wall time have passed; the result is the CPU time per
- * operation of the counted rounds. */
-struct cell {
-    uint64_t t0, c0, ops;
-    bool warm;
-};
-
-static void cell_init(struct cell *c)
-{
-    c->t0 = c->c0 = c->ops = 0;
-    c->warm = true;
-}
-
-/* After a round of n operations: whether to run another.  A cell costs
- * this thread's CPU time, whatever else runs on the machine; the wall
- * clock only says when it has run long enough. */
-static bool cell_round(struct cell *c, uint64_t n)
-{
-    if (c->warm) {
-        c->warm = false;
-        c->t0 = mra_mono_ns();
-        c->c0 = mra_cpu_ns();
-        return true;
-    }
-    c->ops += n;
-    return mra_mono_ns() - c->t0 < CELL_NS;
-}
-
-static double cell_result(const struct cell *c)
-{
-    return (double)(mra_cpu_ns() - c->c0) / (double)c->ops;
-}
-
 /* The stack-like pattern: up to STACK_DEPTH objects deep, at most
  * STACK_BYTES live: a stack of temporaries.  (Deeper stacks of big blocks
  * would measure glibc trimming its heap at every round, which a program's
@@ -173,8 +139,8 @@ static int stack_depth(size_t size)
 static double run_glibc_lifo(size_t size, void **v)
 {
     int depth = stack_depth(size);
-    struct cell c;
-    cell_init(&c);
+    struct mra_cell c;
+    mra_cell_init(&c);
     do {
         /* freed at once, then in reverse order */
         void *p = malloc(size);
@@ -186,8 +152,8 @@ static double run_glibc_lifo(size_t size, void **v)
         }
         for (int i = depth - 1; i >= 0; i--)
             free(v[i]);
-    } while (cell_round(&c, 1 + (uint64_t)depth));
-    return cell_result(&c);
+    } while (mra_cell_round(&c, 1 + (uint64_t)depth, CELL_NS));
+    return mra_cell_result(&c);
 }
 
 /* Batches allocated and freed again.  glibc gives a freed batch above
@@ -202,8 +168,8 @@ static double run_glibc_batch(size_t size, void **v, bool kept, size_t n)
         mallopt(M_TRIM_THRESHOLD, INT_MAX);
         mallopt(M_MMAP_THRESHOLD, 32 << 20);
     }
-    struct cell c;
-    cell_init(&c);
+    struct mra_cell c;
+    mra_cell_init(&c);
     do {
         for (size_t i = 0; i < n; i++) {
             v[i] = malloc(size);
@@ -211,8 +177,8 @@ static double run_glibc_batch(size_t size, void **v, bool kept, size_t n)
         }
         for (size_t i = 0; i < n; i++)
             free(v[i]);
-    } while (cell_round(&c, n));
-    return cell_result(&c);
+    } while (mra_cell_round(&c, n, CELL_NS));
+    return mra_cell_result(&c);
 }
 
 /* A page given back and taken again (the heap trimmed, grown again and
@@ -221,16 +187,16 @@ static double run_glibc_batch(size_t size, void **v, bool kept, size_t n)
 #define FAULT_PAGES 64u
 static double run_page_fault(void)
 {
-    struct cell c;
-    cell_init(&c);
+    struct mra_cell c;
+    mra_cell_init(&c);
     do {
         void *p = mmap(NULL, FAULT_PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return -1;
         mra_touch(p, FAULT_PAGES * PAGE);
         munmap(p, FAULT_PAGES * PAGE);
-    } while (cell_round(&c, FAULT_PAGES));
-    return cell_result(&c);
+    } while (mra_cell_round(&c, FAULT_PAGES, CELL_NS));
+    return mra_cell_result(&c);
 }
 
 static double run_glibc_random(size_t size, void **v, size_t n)
@@ -306,17 +272,17 @@ static double run_arena(size_t size, void **v, size_t n)
     mr_arena *a = mr_arena_create(NULL);
     if (!a)
         return -1;
-    struct cell c;
-    cell_init(&c);
+    struct mra_cell c;
+    mra_cell_init(&c);
     do {
         for (size_t i = 0; i < n; i++) {
             v[i] = mr_arena_alloc(a, size);
             mra_touch(v[i], size);
         }
         mr_arena_reset(a);
-    } while (cell_round(&c, n));
+    } while (mra_cell_round(&c, n, CELL_NS));
     mr_arena_destroy(a);
-    return cell_result(&c);
+    return mra_cell_result(&c);
 }
 
 /* As replay.c does at an arena-rewind site: a mark before each allocation,
@@ -328,8 +294,8 @@ static double run_arena_rewind(size_t size, void **v)
         return -1;
     mr_arena_mark m[STACK_DEPTH + 1];
     int depth = stack_depth(size);
-    struct cell c;
-    cell_init(&c);
+    struct mra_cell c;
+    mra_cell_init(&c);
     do {
         m[0] = mr_arena_save(a);
         void *p = mr_arena_alloc(a, size);
@@ -342,9 +308,9 @@ static double run_arena_rewind(size_t size, void **v)
         }
         for (int i = depth - 1; i >= 0; i--)
             mr_arena_rewind(a, m[i]);
-    } while (cell_round(&c, 1 + (uint64_t)depth));
+    } while (mra_cell_round(&c, 1 + (uint64_t)depth, CELL_NS));
     mr_arena_destroy(a);
-    return cell_result(&c);
+    return mra_cell_result(&c);
 }
 
 static double run_objpool(size_t size, void **v, size_t n)
@@ -359,8 +325,8 @@ static double run_objpool(size_t size, void **v, size_t n)
         v[i] = mr_objpool_alloc(p);
         mra_touch(v[i], size);
     }
-    struct cell c;
-    cell_init(&c);
+    struct mra_cell c;
+    mra_cell_init(&c);
     do {
         for (int r = 0; r < 64; r++) {
             size_t i = (size_t)mra_rng_next(&s) & (n - 1);
@@ -368,9 +334,9 @@ static double run_objpool(size_t size, void **v, size_t n)
             v[i] = mr_objpool_alloc(p);
             mra_touch(v[i], size);
         }
-    } while (cell_round(&c, 64));
+    } while (mra_cell_round(&c, 64, CELL_NS));
     mr_objpool_destroy(p);
-    return cell_result(&c);
+    return mra_cell_result(&c);
 }
 
 static double run_pools(size_t size, void **v, size_t n)
@@ -383,8 +349,8 @@ static double run_pools(size_t size, void **v, size_t n)
         v[i] = mr_pools_alloc(p, size, 16);
         mra_touch(v[i], size);
     }
-    struct cell c;
-    cell_init(&c);
+    struct mra_cell c;
+    mra_cell_init(&c);
     do {
         for (int r = 0; r < 64; r++) {
             size_t i = (size_t)mra_rng_next(&s) & (n - 1);
@@ -392,9 +358,9 @@ static double run_pools(size_t size, void **v, size_t n)
             v[i] = mr_pools_alloc(p, size, 16);
             mra_touch(v[i], size);
         }
-    } while (cell_round(&c, 64));
+    } while (mra_cell_round(&c, 64, CELL_NS));
     mr_pools_destroy(p);
-    return cell_result(&c);
+    return mra_cell_result(&c);
 }
 
 /* ---- remote frees: one thread allocates a batch, another frees it ----

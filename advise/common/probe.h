@@ -41,52 +41,69 @@ static inline uint64_t mra_rng_next(uint64_t *s)
     return *s = x;
 }
 
+/* A cell's clocks (the calibration's cells and the probe): a first round
+ * that warms up (not counted), then rounds until cell_ns of wall time have
+ * passed; the result is this thread's CPU time per operation of the
+ * counted rounds -- what the code costs, whatever else runs on the
+ * machine; the wall clock only says when it has run long enough. */
+struct mra_cell {
+    uint64_t t0, c0, ops;
+    int warm;
+};
+
+static inline void mra_cell_init(struct mra_cell *c)
+{
+    c->t0 = c->c0 = c->ops = 0;
+    c->warm = 1;
+}
+
+/* After a round of n operations: whether to run another. */
+static inline int mra_cell_round(struct mra_cell *c, uint64_t n, uint64_t cell_ns)
+{
+    if (c->warm) {
+        c->warm = 0;
+        c->t0 = mra_mono_ns();
+        c->c0 = mra_cpu_ns();
+        return 1;
+    }
+    c->ops += n;
+    return mra_mono_ns() - c->t0 < cell_ns;
+}
+
+static inline double mra_cell_result(const struct mra_cell *c)
+{
+    return (double)(mra_cpu_ns() - c->c0) / (double)c->ops;
+}
+
 /* ns of CPU time a pair: n objects of size (n a power of two) made, then
- * rounds of 64 pairs (a random one freed, made again, written) until
- * cell_ns of the wall clock have passed after the first round, then all
- * freed (counted in).  v holds n pointers.  0 when an allocation failed. */
+ * rounds of 64 pairs (a random one freed, made again, written) for a cell
+ * of cell_ns, then all freed (counted in).  v holds n pointers.  0 when an
+ * allocation failed. */
 static inline double mra_random_pairs(void *(*alloc)(size_t), void (*release)(void *), size_t size, void **v,
                                       size_t n, uint64_t cell_ns)
 {
     uint64_t s = 0x9e3779b97f4a7c15ull;
     size_t made = 0;
-    for (; made < n; made++) {
-        if (!(v[made] = alloc(size)))
-            break;
-        mra_touch(v[made], size);
-    }
-    uint64_t t0 = 0, c0 = 0, ops = 0;
-    int warm = 1;
-    while (made == n) {
-        for (int r = 0; r < 64; r++) {
+    while (made < n && (v[made] = alloc(size)) != NULL)
+        mra_touch(v[made++], size);
+    int ok = made == n;
+    struct mra_cell c;
+    mra_cell_init(&c);
+    do {
+        for (int r = 0; r < 64 && ok; r++) {
             size_t i = (size_t)mra_rng_next(&s) & (n - 1);
             release(v[i]);
-            v[i] = alloc(size);
-            if (!v[i]) {
-                made = i; /* v[i..] as they were: freed below from the front */
-                for (size_t k = i + 1; k < n; k++)
-                    release(v[k]);
-                break;
+            if ((v[i] = alloc(size)) == NULL) { /* the last one fills the hole */
+                v[i] = v[--made];
+                ok = 0;
+            } else {
+                mra_touch(v[i], size);
             }
-            mra_touch(v[i], size);
         }
-        if (made != n)
-            break;
-        if (warm) {
-            warm = 0;
-            t0 = mra_mono_ns();
-            c0 = mra_cpu_ns();
-            continue;
-        }
-        ops += 64;
-        if (mra_mono_ns() - t0 >= cell_ns)
-            break;
-    }
+    } while (ok && mra_cell_round(&c, 64, cell_ns));
     for (size_t i = 0; i < made; i++)
         release(v[i]);
-    if (made != n || ops == 0)
-        return 0;
-    return (double)(mra_cpu_ns() - c0) / (double)ops;
+    return ok ? mra_cell_result(&c) : 0;
 }
 
 /* The probe: the least of MRA_PROBE_RUNS runs at MRA_PROBE_SIZE bytes
