@@ -217,6 +217,9 @@ struct mra_thresholds {
     double remote_share;         /* freed-elsewhere share for thread-safe pools */
     double at_exit_share;        /* never-freed share that counts as freed together at exit */
     double retention_warn;       /* arena_peak_bytes above this times the program's peak: warn */
+    double moved_retention;      /* a site freed together whose objects realloc moves (1% of its
+                                    allocations or more): pools, not an arena, when the arena
+                                    would hold above this times the site's peak */
     uint64_t min_timed_samples;  /* a site with this many timed samples of glibc is costed from
                                     them, not from the calibration (0: never) */
 };
@@ -372,9 +375,10 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
                    unsigned only_site, enum mra_rec as);
 /* The allocator measure --alternatives tries at s beside k (its plan's):
  * pools for an arena, arena-rewind or object pool site whose sizes pools
- * serve, an object pool for a pools site with a size of half its
- * allocations or more; MRA_NONE where there is none. */
-enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, uint64_t max_small_size);
+ * serve, an arena for a pools site freed together whose objects realloc
+ * moves (th's together_share), else an object pool for a pools site with a
+ * size of half its allocations or more; MRA_NONE where there is none. */
+enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, const struct mra_thresholds *th);
 /* Where no site of a is recommended: how many the rules name a candidate
  * for, and (ns) what they would save; 0 where a site is recommended. */
 size_t mra_candidates_only(const struct mra_analysis *a, double *ns);

@@ -65,6 +65,12 @@ void mra_options_default(struct mra_options *o)
     /* An arena holding twice what is live (Berger, Zorn, McKinley 2002:
      * regions can bloat) is worth a warning. */
     o->th.retention_warn = 2.0;
+    /* A site freed together whose objects realloc moves: an arena keeps
+     * each copy moved away from until its reset, pools reuse them.  At
+     * 1.5x the site's peak a third of the arena is such copies; pools
+     * measured no slower at 1.9-2.4x and held less (kat_vectors, Debian's
+     * python3.11: docs/ADVISE.md). */
+    o->th.moved_retention = 1.5;
     /* The run's own timed samples of glibc, where there are enough of
      * them (one call in 64 is timed: 200 samples are 12,800 calls). */
     o->th.min_timed_samples = 200;
@@ -365,6 +371,7 @@ static double saving_of(const struct msite *m, const struct mra_analysis *a, con
  * the known-answer programs is of that order). */
 #define NEAR_POINTS 0.05
 #define NEAR_FACTOR 2.0
+#define NEAR_RATIO 1.25 /* a ratio within this factor of its threshold (moved_retention) */
 
 static void near_add(char *buf, size_t cap, const char *what, double v, double t)
 {
@@ -378,7 +385,7 @@ static void near_add(char *buf, size_t cap, const char *what, double v, double t
  * near their thresholds, its saving near the 2% rule.  Only for a site
  * whose saving is within NEAR_FACTOR of the rule or above it. */
 static void near_note(struct msite *m, const struct mra_thresholds *th, double save_share, double never,
-                      double together, double stack, double remote, double dominant)
+                      double together, double stack, double remote, double dominant, double arena_x)
 {
     m->near[0] = 0;
     if (m->cand == MRA_NONE || save_share < th->min_share / NEAR_FACTOR)
@@ -391,6 +398,11 @@ static void near_note(struct msite *m, const struct mra_thresholds *th, double s
     near_add(m->near, sizeof m->near, "stack-like", stack, th->stack_share);
     near_add(m->near, sizeof m->near, "remote frees", remote, th->remote_share);
     near_add(m->near, sizeof m->near, "dominant size", dominant, th->dominant_size_share);
+    size_t len = strlen(m->near);
+    if (arena_x > th->moved_retention / NEAR_RATIO && arena_x < th->moved_retention * NEAR_RATIO &&
+        len + 1 < sizeof m->near)
+        snprintf(m->near + len, sizeof m->near - len, "%san arena would hold %.2fx the site's peak (moved_retention "
+                 "%.1fx: pools above it)", len ? "; " : "", arena_x, th->moved_retention);
 }
 
 static void judge_memory(struct msite *m, const struct mra_analysis *a, const struct mra_thresholds *th);
@@ -410,7 +422,16 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
      * cannot hold the grown ones (mr_objpool refuses them, the apply runtime
      * hands them to glibc); the sizes they grow to are not recorded */
     bool resized = s->reallocs > 0 && s->reallocs * 100 >= s->allocations;
-    char rule[400];
+    /* freed together, but realloc moved one object in a hundred or more and
+     * an arena would hold over moved_retention times the site's peak: the
+     * arena keeps every copy a realloc moved away from until its reset,
+     * where pools hand them to the next object that grows into their class
+     * (kat_vectors; Debian's python3.11 lists' item arrays) */
+    double site_peak = s->peak_live_bytes > 0 ? (double)s->peak_live_bytes : 1;
+    bool moving = s->realloc_moves > 0 && s->realloc_moves * 100 >= s->allocations;
+    double arena_x = (double)s->arena_peak_bytes / site_peak;
+    bool moves_retained = moving && arena_x > th->moved_retention;
+    char rule[640];
     enum mra_rec r = MRA_NONE;
     bool ts = remote >= th->remote_share && s->remote_frees > 0;
     char thr[64] = "";
@@ -453,7 +474,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
                  "%.1f%% of frees free the site's youngest live object (stack_share >= %.0f%%): mark before, "
                  "rewind where they are freed%s",
                  100 * stack, 100 * th->stack_share, thr);
-    } else if (!ts && together >= th->together_share) {
+    } else if (!ts && together >= th->together_share && !(moves_retained && s->max_size <= th->max_small_size)) {
         r = MRA_ARENA;
         snprintf(rule, sizeof rule,
                  "%.1f%% freed together (in bursts that leave nothing younger of the site live) or never freed (%.1f%% never freed; "
@@ -469,15 +490,24 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     } else if (s->max_size <= th->max_small_size) {
         r = MRA_POOLS;
         m->thread_safe = ts;
-        char why[120];
-        if (resized && dominant >= th->dominant_size_share)
+        char why[240];
+        if (moves_retained && together >= th->together_share)
+            snprintf(why, sizeof why,
+                     "%.1f%% freed together, but realloc moved its objects %llu times for %llu allocations: an arena "
+                     "would keep the copies it moved away from (%.1f KiB, %.1fx the site's peak > moved_retention "
+                     "%.1fx), pools reuse them",
+                     100 * together, (unsigned long long)s->realloc_moves, (unsigned long long)s->allocations,
+                     (double)s->arena_peak_bytes / 1024, arena_x, th->moved_retention);
+        else if (resized && dominant >= th->dominant_size_share)
             snprintf(why, sizeof why, "not one size: realloc resizes its objects (%llu reallocs for %llu allocations)",
                      (unsigned long long)s->reallocs, (unsigned long long)s->allocations);
         else
             snprintf(why, sizeof why, "no size above %.0f%% (dominant_size_share)", 100 * th->dominant_size_share);
-        snprintf(rule, sizeof rule, "%s%llu..%llu bytes (<= max_small_size %llu), %s, %s",
+        bool batch = moves_retained && together >= th->together_share;
+        snprintf(rule, sizeof rule, "%s%llu..%llu bytes (<= max_small_size %llu), %s%s%s",
                  s->sizes_overflow || s->nsizes > 1 ? "sizes " : "size ", (unsigned long long)s->min_size,
-                 (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, why, how);
+                 (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, why, batch ? "" : ", ",
+                 batch ? "" : how);
     } else {
         m->reason = dupf("none: sizes up to %llu bytes (above max_small_size %llu), %s",
                          (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, how);
@@ -492,7 +522,8 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     if (g > m->glibc_costed)
         m->glibc_costed = g;
     double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
-    near_note(m, th, save / prog_ns, never, together, stack, remote, dominant);
+    near_note(m, th, save / prog_ns, never, together, stack, remote, dominant,
+              moving && together >= th->together_share ? arena_x : 0);
     const char *name = r == MRA_POOLS && m->thread_safe ? "pools (thread-safe)"
                        : r == MRA_OBJPOOL && m->thread_safe ? "objpool (thread-safe)"
                                                             : mra_rec_name(r);
@@ -567,6 +598,9 @@ static void judge_memory(struct msite *m, const struct mra_analysis *a, const st
     uint64_t dsize = s->nsizes ? s->sizes[0].size : 0;
     double objs = (double)s->peak_live_objects;
     double peak = (double)s->peak_live_bytes;
+    /* objects realloc resized: their size at the peak, not as allocated */
+    if (s->reallocs * 100 >= s->allocations && objs > 0 && peak / objs > mean)
+        mean = peak / objs;
     double held_malloc = objs * malloc_chunk(mean);
     double align_slack = objs * (ceil(mean / 16) * 16 - mean);
     switch (r) {

@@ -275,7 +275,7 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
                     return -1;
                 rc |= mra_plan_write(g, p, a, mode, s->id, MRA_NONE);
                 rc |= close_out(g, ps->plan);
-                ps->alt = mra_alternative(s, k, a->opts.th.max_small_size);
+                ps->alt = mra_alternative(s, k, &a->opts.th);
                 if (ps->alt != MRA_NONE) {
                     snprintf(ps->alt_plan, sizeof ps->alt_plan, "%s/plan-%u-alt", pl->dir, s->id);
                     g = open_out(ps->alt_plan);

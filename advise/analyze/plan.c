@@ -165,15 +165,21 @@ static enum mra_rec plan_kind(const struct mra_site *s, enum mra_plan_mode mode)
     return s->rec;
 }
 
-enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, uint64_t max_small_size)
+enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, const struct mra_thresholds *th)
 {
     const struct mra_site_stats *st = &s->s;
+    uint64_t max_small_size = th->max_small_size;
     switch (k) {
     case MRA_ARENA:
     case MRA_ARENA_REWIND:
     case MRA_OBJPOOL:
         return st->max_size <= max_small_size ? MRA_POOLS : MRA_NONE;
     case MRA_POOLS:
+        /* pools for objects realloc moves, freed together: the arena the
+         * moved copies ruled out (an object pool cannot hold them) */
+        if (st->realloc_moves * 100 >= st->allocations && st->realloc_moves > 0 &&
+            (double)(st->freed_together + st->live_objects) >= th->together_share * (double)st->allocations)
+            return MRA_ARENA;
         return st->nsizes && st->sizes[0].size <= max_small_size && 2 * st->sizes[0].count >= st->allocations
                    ? MRA_OBJPOOL
                    : MRA_NONE;

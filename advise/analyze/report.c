@@ -139,6 +139,8 @@ static void print_thresholds(FILE *o, const struct mra_thresholds *t)
             "rules: none below min_allocations %llu or a saving below min_share %g%% of the run;\n"
             "       arena when >= at_exit_share %.0f%% never freed, or >= together_share %.0f%% freed in bursts "
             "that leave nothing younger of the site live, or never freed;\n"
+            "       but pools when realloc moves >= 1%% of its objects and an arena would hold > moved_retention "
+            "%.1fx the site's peak;\n"
             "       arena-rewind when >= stack_share %.0f%% of frees free the youngest live object;\n"
             "       objpool when one size <= max_small_size %llu B is >= dominant_size_share %.0f%% of "
             "allocations and realloc resizes under 1%% of them; pools when all sizes <= %llu B;\n"
@@ -146,7 +148,7 @@ static void print_thresholds(FILE *o, const struct mra_thresholds *t)
             "       retention warning when an arena would hold > retention_warn %.1fx the site's or the "
             "program's peak live bytes\n",
             (unsigned long long)t->min_allocations, 100 * t->min_share, 100 * t->at_exit_share,
-            100 * t->together_share, 100 * t->stack_share, (unsigned long long)t->max_small_size,
+            100 * t->together_share, t->moved_retention, 100 * t->stack_share, (unsigned long long)t->max_small_size,
             100 * t->dominant_size_share, (unsigned long long)t->max_small_size, 100 * t->remote_share,
             t->retention_warn);
 }
@@ -507,6 +509,8 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     jnum(o, t->at_exit_share);
     fprintf(o, ", \"retention_warn\": ");
     jnum(o, t->retention_warn);
+    fprintf(o, ", \"moved_retention\": ");
+    jnum(o, t->moved_retention);
     fprintf(o, "},\n  \"costs_machine\": ");
     jstr(o, a->costs.machine);
     fprintf(o, ",\n  \"total_predicted_saving_ns\": ");

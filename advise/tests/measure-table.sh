@@ -122,6 +122,7 @@ row "kat_mixed 10000000" /dev/null "$kat/kat_mixed" malloc 10000000
 row "kat_stack 20000" /dev/null "$kat/kat_stack" malloc 20000
 row "kat_threads 4000000" /dev/null "$kat/kat_threads" malloc 4000000
 row "kat_request 100000" /dev/null "$kat/kat_request" malloc 100000
+row "kat_vectors 400" /dev/null "$kat/kat_vectors" malloc 400
 [ -x "$kat/kat_cxx" ] && row "kat_cxx 10000000" /dev/null "$kat/kat_cxx" malloc 10000000
 row "lua5.4 bench.lua 20" /dev/null lua5.4 "$root/integrations/lua/tests/bench.lua" 20
 row "sqlite3 workload" "$work/sqlite.sql" sqlite3 :memory:

@@ -1190,6 +1190,49 @@ static void test_retention(void **state)
     result_free(&r);
 }
 
+/* A site freed together whose objects realloc moves: the arena would keep
+ * the copies moved away from (arena_peak over moved_retention, 1.5x, the
+ * site's peak), so pools; at 1.4x an arena, near the threshold; at 1.1x an
+ * arena, not near it; moves under one in a hundred allocations leave it an
+ * arena.  The alternative measure tries beside the pools is the arena. */
+static void test_rule_pools_realloc_moves(void **state)
+{
+    (void)state;
+    const double x[4] = {2.5, 1.4, 1.1, 2.5};
+    for (int k = 0; k < 4; k++) {
+        synth s;
+        synth_init(&s, RUN_NS, 8 << 20);
+        cap c;
+        caller_a(&c);
+        struct mra_site_stats st = stats_one(1000000, 32);
+        st.freed_together = 1000000;
+        st.peak_live_objects = 8192;
+        st.peak_live_bytes = 2 << 20;
+        st.reallocs = 2000000;
+        st.realloc_moves = k == 3 ? 9000 : 1800000;
+        st.arena_peak_bytes = (uint64_t)(x[k] * (2 << 20));
+        synth_add(&s, &c, st);
+        result r;
+        analyze(&s, &r);
+        const struct mra_site *m = &r.a.sites[0];
+        if (k == 0) {
+            assert_int_equal(m->rec, MRA_POOLS);
+            assert_contains(m->reason, "100.0% freed together, but realloc moved its objects 1800000 times for "
+                                       "1000000 allocations: an arena would keep the copies it moved away from "
+                                       "(5120.0 KiB, 2.5x the site's peak > moved_retention 1.5x), pools reuse them");
+            assert_false(m->retention_warning);
+            assert_int_equal(mra_alternative(m, m->rec, &r.a.opts.th), MRA_ARENA);
+        } else {
+            assert_int_equal(m->rec, MRA_ARENA);
+        }
+        if (k == 1)
+            assert_contains(m->near, "an arena would hold 1.40x the site's peak (moved_retention 1.5x: pools above it)");
+        else
+            assert_null(strstr(m->near, "moved_retention"));
+        result_free(&r);
+    }
+}
+
 /* sites by predicted saving; the JSON and text reports say the same */
 static void test_order_and_reports(void **state)
 {
@@ -1554,6 +1597,7 @@ int main(void)
         cmocka_unit_test(test_behind_function),
         cmocka_unit_test(test_free_groups),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_rule_pools_realloc_moves),
         cmocka_unit_test(test_order_and_reports),
         cmocka_unit_test(test_profile_versions),
     };
