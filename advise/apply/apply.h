@@ -127,7 +127,8 @@ struct region {
  * stand in for the hash and the table's probe (most calls repeat one of a
  * few stacks). */
 #define IDENT_MEMO 64u           /* entries per thread */
-#define IDENT_MEMO_DEPTH 6u      /* frames an entry holds; deeper walks hash */
+#define IDENT_MEMO_DEPTH 8u      /* frames an entry holds (a plan walks at most the recorded
+                                    depth, 8 by default); deeper walks hash */
 struct ident_memo {
     uint64_t fr[IDENT_MEMO_DEPTH];
     uint32_t n, route;           /* n 0: empty */
