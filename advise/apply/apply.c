@@ -123,10 +123,23 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
  * empty where a size is unknown or varies, or a slot lies outside the
  * thread's stack.  The memo holds for the sizes' epoch (walk_route). */
 static void fast_learn(struct tstate *ts, struct ident_fast *f, uintptr_t ra, uintptr_t cfa, const uint64_t *fr,
-                       unsigned n, unsigned route)
+                       unsigned n, unsigned route, const uint32_t *at)
 {
     struct mra_walker *w = &ts->walk;
     f->n = 0;
+    if (at[0] == 0) { /* the cached walk's places */
+        if (cfa < w->stk_lo || cfa + at[n - 1] + 8 > w->stk_hi)
+            return;
+        for (unsigned i = 1; i < n; i++) {
+            f->off[i] = at[i];
+            f->ret[i] = fr[i] + 1;
+        }
+        f->ra = ra;
+        f->cfa = cfa;
+        f->route = route;
+        f->n = n;
+        return;
+    }
     uint32_t off = 0;
     for (unsigned i = 0; i + 1 < n; i++) {
         uint32_t code = mra_fsz_get(w, fr[i] + 1);
@@ -165,12 +178,17 @@ static inline bool fast_is(const struct ident_fast *f, uintptr_t ra, uintptr_t c
  * come from stacks the plan does not name, and a stack seen the first
  * time costs the unwinder (clang -fsyntax-only: 470-590 ns a walk of 7
  * frames, 10% of the run). */
+static TLS unsigned tls_unwanted; /* the frames prefix_wanted last turned down */
+
 static bool prefix_wanted(const uint64_t *fr, unsigned n)
 {
     unsigned k = 0;
     for (unsigned j = 2; j <= n && j < g_walk; j *= 2)
         k = j;
-    return k == 0 || mra_apply_prefix_planned(fr, k);
+    if (k == 0 || mra_apply_prefix_planned(fr, k))
+        return true;
+    tls_unwanted = n;
+    return false;
 }
 
 /* The route of a stack the plan tells by more than its first frame: the
@@ -194,9 +212,13 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_
     if (f->n && f->ra == ra && f->cfa == cfa && (ts->fast_turn++ & 1))
         f = g; /* both ways of this call: replace each in turn */
     uint64_t fr[MRA_MAX_DEPTH];
-    unsigned n = mra_walk_want(&ts->walk, ra, cfa, fr, g_walk, g_prefix ? prefix_wanted : NULL);
-    if (n == 0)
-        return 0; /* no planned stack begins so */
+    uint32_t place[MRA_MAX_DEPTH];
+    unsigned n = mra_walk_want(&ts->walk, ra, cfa, fr, g_walk, g_prefix ? prefix_wanted : NULL, place);
+    if (n == 0) { /* no planned stack begins with its first frames: */
+        if (tls_unwanted >= 2) /* glibc's when they come again */
+            fast_learn(ts, f, ra, cfa, fr, tls_unwanted, 0, place);
+        return 0;
+    }
     if (UNLIKELY(n > IDENT_MEMO_DEPTH || n < 2))
         return mra_apply_route_of(fr, n);
     /* fr[0] is the planned first frame; the caller's frame tells the rest */
@@ -213,7 +235,7 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_
         m->n = n;
         m->route = route;
     }
-    fast_learn(ts, f, ra, cfa, fr, n, route);
+    fast_learn(ts, f, ra, cfa, fr, n, route, place);
     return route;
 }
 

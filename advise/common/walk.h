@@ -101,10 +101,12 @@ static inline uint32_t mra_fsz_get(struct mra_walker *w, uint64_t pc)
 /* The cached walk.  The address chain uses the size the previous walk
  * found at the same depth (memo), so that the loads of the stack do not
  * wait for the table look-ups, which only confirm it.  fr[i] are return
- * addresses - 1, innermost first; *fail: the unwinder must finish. */
+ * addresses - 1, innermost first; *fail: the unwinder must finish.  With
+ * off (not NULL), off[i] is where fr[i] + 1 lies from cfa (i >= 1). */
 static inline unsigned mra_walk_cached(struct mra_walker *w, uintptr_t ra, uintptr_t cfa, uint64_t *fr,
-                                       unsigned depth, bool *fail)
+                                       unsigned depth, bool *fail, uint32_t *off)
 {
+    uintptr_t cfa0 = cfa;
     fr[0] = ra - 1;
     unsigned n = 1;
     uint64_t pc = ra;
@@ -135,6 +137,8 @@ static inline unsigned mra_walk_cached(struct mra_walker *w, uintptr_t ra, uintp
         if (MRA_UNLIKELY(pc < 4096u))
             break;
         fr[n] = pc - 1;
+        if (off)
+            off[n] = (uint32_t)(cfa - cfa0 - 8);
     }
     return n;
 }
@@ -154,21 +158,27 @@ void mra_walker_init(struct mra_walker *w);
  * unwinder behind a miss, checked now and then.  With want, where the
  * cached walk stops at a frame it cannot size after n frames, want(fr, n)
  * is asked first: false, and the walk ends there, 0, without the unwinder
- * (the apply runtime: a stack no planned one begins with).  errno is
- * kept. */
+ * (the apply runtime: a stack no planned one begins with).  With off (not
+ * NULL): the frames' places as mra_walk_cached gives them, off[0] 0 where
+ * they are all known (the cached walk's frames, or those want turned
+ * down), else UINT32_MAX.  errno is kept. */
 static inline unsigned mra_walk_want(struct mra_walker *w, uintptr_t ra, uintptr_t cfa, uint64_t *fr,
-                                     unsigned depth, bool (*want)(const uint64_t *fr, unsigned n))
+                                     unsigned depth, bool (*want)(const uint64_t *fr, unsigned n), uint32_t *off)
 {
+    if (off)
+        off[0] = 0;
     uint32_t ep = atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed);
     if (MRA_UNLIKELY(ep != w->fc_epoch)) {
         memset(w->fc, 0, sizeof w->fc);
         w->fc_epoch = ep;
     }
     bool fail = false;
-    unsigned n = mra_walk_cached(w, ra, cfa, fr, depth, &fail);
+    unsigned n = mra_walk_cached(w, ra, cfa, fr, depth, &fail, off);
     if (MRA_UNLIKELY(fail)) {
         if (want && !want(fr, n))
             return 0;
+        if (off)
+            off[0] = UINT32_MAX;
         int e = errno;
         n = mra_unwind_stack(ra, cfa, fr, depth, true);
         errno = e;
@@ -179,6 +189,8 @@ static inline unsigned mra_walk_want(struct mra_walker *w, uintptr_t ra, uintptr
         int e = errno;
         uint32_t ep0 = atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed);
         n = mra_verify_stack(ra, cfa, fr, n, depth);
+        if (off)
+            off[0] = UINT32_MAX;
         if (atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed) != ep0)
             w->verify_every = MRA_VERIFY_FIRST;
         else if (w->verify_every < MRA_VERIFY_MAX)
@@ -190,7 +202,7 @@ static inline unsigned mra_walk_want(struct mra_walker *w, uintptr_t ra, uintptr
 
 static inline unsigned mra_walk(struct mra_walker *w, uintptr_t ra, uintptr_t cfa, uint64_t *fr, unsigned depth)
 {
-    return mra_walk_want(w, ra, cfa, fr, depth, NULL);
+    return mra_walk_want(w, ra, cfa, fr, depth, NULL, NULL);
 }
 
 /* The multipliers of a stack's hash, one per frame position: odd and
