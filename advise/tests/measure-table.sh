@@ -24,10 +24,11 @@
 # (apply: the plan saved 2% of glibc's run or more in every round; source:
 # only the allocators' saving did; rounds: in the median, not in every
 # round; none).  Real programs that are not installed are skipped: lua5.4,
-# sqlite3, xmllint (libxml2-utils), jq, git, perl and python3.11, on inputs
-# the script makes in a private folder (git: this project's own history;
-# perl and python: the word indexes wordindex.pl and wordindex.py, the
-# latter with PYTHONMALLOC=malloc).
+# sqlite3, xmllint (libxml2-utils), jq, git, perl, python3.11 and cppcheck,
+# on inputs the script makes in a private folder (git: this project's own
+# history; perl and python: the word indexes wordindex.pl and wordindex.py,
+# the latter with PYTHONMALLOC=malloc; cppcheck: a copy of this project's
+# src/pools.c and headers).
 # MEASURE_TABLE_KEEP=DIR keeps each program's whole report in DIR.
 set -u
 build=$(cd "$1" && pwd)
@@ -56,6 +57,7 @@ with open(d + "/doc.xml", "w") as f:
                 % (i, i % 13, i, i % 7, i % 11, i, "lorem ipsum " * (i % 8)))
     f.write('</catalog>\n')
 EOF
+mkdir -p "$work/cpc" && cp -r "$root/src" "$root/include" "$work/cpc/"
 printf 'CREATE TABLE params(n INTEGER);\nINSERT INTO params VALUES(1000);\n.read %s\n' \
   "$root/integrations/sqlite/tests/workload.sql" >"$work/sqlite.sql"
 
@@ -134,3 +136,4 @@ row "perl wordindex.pl" /dev/null perl "$here/wordindex.pl"
 export PYTHONMALLOC=malloc
 row "python3.11 wordindex.py" /dev/null /usr/bin/python3.11 "$here/wordindex.py"
 unset PYTHONMALLOC
+row "cppcheck src/pools.c" /dev/null cppcheck -q --std=c11 -I "$work/cpc/include" "$work/cpc/src/pools.c"
