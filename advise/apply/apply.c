@@ -162,13 +162,16 @@ static inline bool fast_is(const struct ident_fast *f, uintptr_t ra, uintptr_t c
 {
     if (f->ra != ra || f->cfa != cfa || f->n == 0)
         return false;
-    bool same = true;
-    for (unsigned i = 1; i < f->n; i++) {
+    uint64_t diff = 0;
+#pragma GCC unroll 8
+    for (unsigned i = 1; i < IDENT_MEMO_DEPTH; i++) {
+        if (i >= f->n)
+            break;
         uint64_t v;
         memcpy(&v, (const void *)(cfa + f->off[i]), 8);
-        same &= v == f->ret[i];
+        diff |= v ^ f->ret[i];
     }
-    return same;
+    return diff == 0;
 }
 
 /* Whether the walk, stopped at a frame it has not sized after fr[0..n-1],
