@@ -206,6 +206,21 @@ enum mra_rec { MRA_NONE, MRA_ARENA, MRA_ARENA_REWIND, MRA_OBJPOOL, MRA_POOLS, MR
 /* "none", "arena", "arena-rewind", "objpool", "pools" */
 const char *mra_rec_name(enum mra_rec r);
 
+/* Of a site's allocations, the share freed together or never freed (an
+ * arena's pattern). */
+static inline double mra_together_share(const struct mra_site_stats *s)
+{
+    return s->allocations ? (double)(s->freed_together + s->live_objects) / (double)s->allocations : 0;
+}
+
+/* Whether realloc resizes one of a site's objects in a hundred
+ * allocations or more (moved: and moves them), the rules' test of it. */
+static inline bool mra_resized(const struct mra_site_stats *s, bool moved)
+{
+    uint64_t n = moved ? s->realloc_moves : s->reallocs;
+    return n > 0 && n * 100 >= s->allocations;
+}
+
 /* The thresholds of the rules, stated in every report. */
 struct mra_thresholds {
     uint64_t min_allocations;    /* fewer: none */

@@ -412,7 +412,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
 {
     const struct mra_site_stats *s = &m->s;
     double never = share(s->live_objects, s->allocations);
-    double together = share(s->freed_together + s->live_objects, s->allocations);
+    double together = mra_together_share(s);
     double stack = share(s->stack_like, s->frees);
     double remote = share(s->remote_frees, s->frees);
     double dominant = s->nsizes ? share(s->sizes[0].count, s->allocations) : 0;
@@ -421,16 +421,15 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
      * of one size, whatever size they were allocated at: an object pool
      * cannot hold the grown ones (mr_objpool refuses them, the apply runtime
      * hands them to glibc); the sizes they grow to are not recorded */
-    bool resized = s->reallocs > 0 && s->reallocs * 100 >= s->allocations;
+    bool resized = mra_resized(s, false);
     /* freed together, but realloc moved one object in a hundred or more and
      * an arena would hold over moved_retention times the site's peak: the
      * arena keeps every copy a realloc moved away from until its reset,
      * where pools hand them to the next object that grows into their class
      * (kat_vectors; Debian's python3.11 lists' item arrays) */
-    double site_peak = s->peak_live_bytes > 0 ? (double)s->peak_live_bytes : 1;
-    bool moving = s->realloc_moves > 0 && s->realloc_moves * 100 >= s->allocations;
-    double arena_x = (double)s->arena_peak_bytes / site_peak;
-    bool moves_retained = moving && arena_x > th->moved_retention;
+    bool moved_batch = mra_resized(s, true) && together >= th->together_share;
+    double arena_x = (double)s->arena_peak_bytes / (s->peak_live_bytes > 0 ? (double)s->peak_live_bytes : 1);
+    bool pools_not_arena = moved_batch && arena_x > th->moved_retention && s->max_size <= th->max_small_size;
     char rule[640];
     enum mra_rec r = MRA_NONE;
     bool ts = remote >= th->remote_share && s->remote_frees > 0;
@@ -474,7 +473,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
                  "%.1f%% of frees free the site's youngest live object (stack_share >= %.0f%%): mark before, "
                  "rewind where they are freed%s",
                  100 * stack, 100 * th->stack_share, thr);
-    } else if (!ts && together >= th->together_share && !(moves_retained && s->max_size <= th->max_small_size)) {
+    } else if (!ts && together >= th->together_share && !pools_not_arena) {
         r = MRA_ARENA;
         snprintf(rule, sizeof rule,
                  "%.1f%% freed together (in bursts that leave nothing younger of the site live) or never freed (%.1f%% never freed; "
@@ -491,7 +490,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
         r = MRA_POOLS;
         m->thread_safe = ts;
         char why[240];
-        if (moves_retained && together >= th->together_share)
+        if (pools_not_arena)
             snprintf(why, sizeof why,
                      "%.1f%% freed together, but realloc moved its objects %llu times for %llu allocations: an arena "
                      "would keep the copies it moved away from (%.1f KiB, %.1fx the site's peak > moved_retention "
@@ -503,11 +502,10 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
                      (unsigned long long)s->reallocs, (unsigned long long)s->allocations);
         else
             snprintf(why, sizeof why, "no size above %.0f%% (dominant_size_share)", 100 * th->dominant_size_share);
-        bool batch = moves_retained && together >= th->together_share;
         snprintf(rule, sizeof rule, "%s%llu..%llu bytes (<= max_small_size %llu), %s%s%s",
                  s->sizes_overflow || s->nsizes > 1 ? "sizes " : "size ", (unsigned long long)s->min_size,
-                 (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, why, batch ? "" : ", ",
-                 batch ? "" : how);
+                 (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, why,
+                 pools_not_arena ? "" : ", ", pools_not_arena ? "" : how);
     } else {
         m->reason = dupf("none: sizes up to %llu bytes (above max_small_size %llu), %s",
                          (unsigned long long)s->max_size, (unsigned long long)th->max_small_size, how);
@@ -522,8 +520,7 @@ static void judge_site(struct msite *m, const struct mra_analysis *a, const stru
     if (g > m->glibc_costed)
         m->glibc_costed = g;
     double prog_ns = a->program_ns > 0 ? a->program_ns : 1;
-    near_note(m, th, save / prog_ns, never, together, stack, remote, dominant,
-              moving && together >= th->together_share ? arena_x : 0);
+    near_note(m, th, save / prog_ns, never, together, stack, remote, dominant, moved_batch ? arena_x : 0);
     const char *name = r == MRA_POOLS && m->thread_safe ? "pools (thread-safe)"
                        : r == MRA_OBJPOOL && m->thread_safe ? "objpool (thread-safe)"
                                                             : mra_rec_name(r);
@@ -599,7 +596,7 @@ static void judge_memory(struct msite *m, const struct mra_analysis *a, const st
     double objs = (double)s->peak_live_objects;
     double peak = (double)s->peak_live_bytes;
     /* objects realloc resized: their size at the peak, not as allocated */
-    if (s->reallocs * 100 >= s->allocations && objs > 0 && peak / objs > mean)
+    if (mra_resized(s, false) && objs > 0 && peak / objs > mean)
         mean = peak / objs;
     double held_malloc = objs * malloc_chunk(mean);
     double align_slack = objs * (ceil(mean / 16) * 16 - mean);

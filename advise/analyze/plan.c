@@ -177,8 +177,7 @@ enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, const str
     case MRA_POOLS:
         /* pools for objects realloc moves, freed together: the arena the
          * moved copies ruled out (an object pool cannot hold them) */
-        if (st->realloc_moves * 100 >= st->allocations && st->realloc_moves > 0 &&
-            (double)(st->freed_together + st->live_objects) >= th->together_share * (double)st->allocations)
+        if (mra_resized(st, true) && mra_together_share(st) >= th->together_share)
             return MRA_ARENA;
         return st->nsizes && st->sizes[0].size <= max_small_size && 2 * st->sizes[0].count >= st->allocations
                    ? MRA_OBJPOOL

@@ -118,36 +118,32 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 /* ---- routing ---- */
 
 /* Learns where the walk's frames fr[1..n-1] keep their return addresses:
- * frame i + 1's at CFA(i) - 8, from the frame sizes the walk used (the
- * recorder's stack cache does the same, record.c's sk_learn); f is left
- * empty where a size is unknown or varies, or a slot lies outside the
- * thread's stack.  The memo holds for the sizes' epoch (walk_route). */
+ * frame i + 1's at CFA(i) - 8, at[i + 1] from cfa as the cached walk found
+ * them (at[0] 0), else from the frame sizes the walk used (the recorder's
+ * stack cache does the same, record.c's sk_learn); f is left empty where a
+ * size is unknown or varies, or a slot lies outside the thread's stack.
+ * The memo holds for the sizes' epoch (walk_route). */
 static void fast_learn(struct tstate *ts, struct ident_fast *f, uintptr_t ra, uintptr_t cfa, const uint64_t *fr,
                        unsigned n, unsigned route, const uint32_t *at)
 {
     struct mra_walker *w = &ts->walk;
     f->n = 0;
-    if (at[0] == 0) { /* the cached walk's places */
-        if (cfa < w->stk_lo || cfa + at[n - 1] + 8 > w->stk_hi)
-            return;
+    uint32_t off = 0;
+    if (at[0] == 0) {
         for (unsigned i = 1; i < n; i++) {
             f->off[i] = at[i];
             f->ret[i] = fr[i] + 1;
         }
-        f->ra = ra;
-        f->cfa = cfa;
-        f->route = route;
-        f->n = n;
-        return;
-    }
-    uint32_t off = 0;
-    for (unsigned i = 0; i + 1 < n; i++) {
-        uint32_t code = mra_fsz_get(w, fr[i] + 1);
-        if (code == MRA_FS_MISS || code == MRA_FS_END || code == MRA_FS_VAR)
-            return;
-        off += code * 8u;
-        f->off[i + 1] = off - 8u;
-        f->ret[i + 1] = fr[i + 1] + 1;
+        off = n > 1 ? at[n - 1] + 8u : 0;
+    } else {
+        for (unsigned i = 0; i + 1 < n; i++) {
+            uint32_t code = mra_fsz_get(w, fr[i] + 1);
+            if (code == MRA_FS_MISS || code == MRA_FS_END || code == MRA_FS_VAR)
+                return;
+            off += code * 8u;
+            f->off[i + 1] = off - 8u;
+            f->ret[i + 1] = fr[i + 1] + 1;
+        }
     }
     if (cfa < w->stk_lo || cfa + off > w->stk_hi)
         return;
