@@ -52,11 +52,11 @@ static void *(*next_calloc)(size_t, size_t) = __libc_calloc;
 static void *(*next_realloc)(void *, size_t) = __libc_realloc;
 static void (*next_free)(void *) = __libc_free;
 
-/* The walk that identifies a stack is timed on one call in IDENT_SAMPLE,
- * less the least time of an empty pair of clock reads (a call that its
- * first frame tells apart costs one look-up, in every call). */
+/* The identification of a stack (the memo's probe, or the walk) is timed
+ * on one call in IDENT_SAMPLE, out of line, less the least time of an
+ * empty pair of clock reads (a call that its first frame tells apart
+ * costs one look-up, in every call). */
 #define IDENT_SAMPLE 256u
-static TLS uint32_t tls_ident_ctr;
 static uint64_t g_clock_cost;
 
 /* ---- threads ---- */
@@ -85,6 +85,7 @@ static __attribute__((noinline, cold)) struct tstate *thread_register(void)
     struct tstate *ts = m;
     tls_guard++; /* pthread_getattr_np reads /proc/self/maps with stdio */
     mra_walker_init(&ts->walk);
+    ts->ident_left = IDENT_SAMPLE;
     tls_ts = ts;
     pthread_setspecific(g_key, ts);
     ts->next = atomic_load(&g_threads);
@@ -117,22 +118,40 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 
 /* ---- routing ---- */
 
+/* Where the memo keeps this call's stack (and, at at ^ 1, the other of its
+ * two ways): by the return address, the CFA and, where the first frame's
+ * size is known (its entry's caller), its caller's return address: a
+ * wrapper or operator new is called from many places at one depth. */
+static inline size_t fast_at(uintptr_t ra, uintptr_t cfa, uint32_t caller)
+{
+    uintptr_t h = (ra >> 4) ^ (cfa >> 4);
+    if (caller != 0) {
+        uint64_t v;
+        memcpy(&v, (const void *)(cfa + caller - 1), 8);
+        h ^= (v >> 4) ^ (v >> 13);
+    }
+    return h & (IDENT_FAST - 1);
+}
+
 /* Learns where the walk's frames fr[1..n-1] keep their return addresses:
  * frame i + 1's at CFA(i) - 8, at[i + 1] from cfa as the cached walk found
  * them (at[0] 0), else from the frame sizes the walk used (the recorder's
- * stack cache does the same, record.c's sk_learn); f is left empty where a
- * size is unknown or varies, or a slot lies outside the thread's stack.
- * The memo holds for the sizes' epoch (walk_route). */
-static void fast_learn(struct tstate *ts, struct ident_fast *f, uintptr_t ra, uintptr_t cfa, const uint64_t *fr,
+ * stack cache does the same, record.c's sk_learn); nothing is learnt where
+ * a size is unknown or varies, or a slot lies outside the thread's stack.
+ * The first frame's caller's place goes in its entry e, and the stack in
+ * the way of its set that does not hold another stack of this call (both
+ * ways of it: each in turn).  The memo holds for the sizes' epoch
+ * (walk_route). */
+static void fast_learn(struct tstate *ts, struct kv *e1, uintptr_t ra, uintptr_t cfa, const uint64_t *fr,
                        unsigned n, unsigned route, const uint32_t *at)
 {
     struct mra_walker *w = &ts->walk;
-    f->n = 0;
+    struct ident_fast e;
     uint32_t off = 0;
     if (at[0] == 0) {
         for (unsigned i = 1; i < n; i++) {
-            f->off[i] = at[i];
-            f->ret[i] = fr[i] + 1;
+            e.off[i] = at[i];
+            e.ret[i] = fr[i] + 1;
         }
         off = n > 1 ? at[n - 1] + 8u : 0;
     } else {
@@ -141,16 +160,27 @@ static void fast_learn(struct tstate *ts, struct ident_fast *f, uintptr_t ra, ui
             if (code == MRA_FS_MISS || code == MRA_FS_END || code == MRA_FS_VAR)
                 return;
             off += code * 8u;
-            f->off[i + 1] = off - 8u;
-            f->ret[i + 1] = fr[i + 1] + 1;
+            e.off[i + 1] = off - 8u;
+            e.ret[i + 1] = fr[i + 1] + 1;
         }
     }
     if (cfa < w->stk_lo || cfa + off > w->stk_hi)
         return;
-    f->ra = ra;
-    f->cfa = cfa;
-    f->route = route;
-    f->n = n;
+    e.ra = ra;
+    e.cfa = cfa;
+    e.route = route;
+    e.n = n;
+    uint32_t caller = __atomic_load_n(&e1->caller, __ATOMIC_RELAXED);
+    if (n > 1 && caller == 0 && e.off[1] < 4096u) { /* within the first frame's own frame */
+        caller = e.off[1] + 1u;
+        __atomic_store_n(&e1->caller, caller, __ATOMIC_RELAXED);
+    }
+    size_t at0 = fast_at(ra, cfa, caller);
+    struct ident_fast *f = &ts->fast[at0], *g = &ts->fast[at0 ^ 1];
+    if (f->n && f->ra == ra && f->cfa == cfa && (g->n == 0 || g->ra != ra || g->cfa != cfa || (ts->fast_turn++ & 1)))
+        f = g;
+    memcpy(f, &e, offsetof(struct ident_fast, off) + n * sizeof e.off[0]);
+    memcpy(f->ret, e.ret, n * sizeof e.ret[0]);
 }
 
 /* Whether f holds the stack of this call. */
@@ -168,6 +198,24 @@ static inline bool fast_is(const struct ident_fast *f, uintptr_t ra, uintptr_t c
         diff |= v ^ f->ret[i];
     }
     return diff == 0;
+}
+
+/* The route of this call's stack if the memo holds it (either way), else
+ * FAST_MISS; inline, on every call from a walk's first frame.  A memo of
+ * an older epoch (a frame size turned out to vary) misses: walk_route
+ * empties it. */
+#define FAST_MISS FIRST_WALK
+static inline __attribute__((always_inline)) unsigned fast_route(const struct tstate *ts, const struct kv *e1,
+                                                                 uintptr_t ra, uintptr_t cfa)
+{
+    if (UNLIKELY(atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed) != ts->fast_epoch))
+        return FAST_MISS;
+    size_t at = fast_at(ra, cfa, __atomic_load_n(&e1->caller, __ATOMIC_RELAXED));
+    if (LIKELY(fast_is(&ts->fast[at], ra, cfa)))
+        return ts->fast[at].route;
+    if (fast_is(&ts->fast[at ^ 1], ra, cfa))
+        return ts->fast[at ^ 1].route;
+    return FAST_MISS;
 }
 
 /* Whether the walk, stopped at a frame it has not sized after fr[0..n-1],
@@ -193,7 +241,7 @@ static bool prefix_wanted(const uint64_t *fr, unsigned n)
 /* The route of a stack the plan tells by more than its first frame: the
  * stack seen before from this return address and CFA, else the walk (out
  * of line: its frames' array stays off the common path). */
-static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_t ra, uintptr_t cfa)
+static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, struct kv *e1, uintptr_t ra, uintptr_t cfa)
 {
     /* two ways: two stacks that reach the allocation from one return
      * address at one depth (a request's temporaries and its response) */
@@ -202,20 +250,15 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_
         memset(ts->fast, 0, sizeof ts->fast);
         ts->fast_epoch = ep;
     }
-    size_t at = ((ra >> 4) ^ (cfa >> 4)) & (IDENT_FAST - 1);
-    struct ident_fast *f = &ts->fast[at], *g = &ts->fast[at ^ 1];
-    if (LIKELY(fast_is(f, ra, cfa)))
-        return f->route;
-    if (fast_is(g, ra, cfa))
-        return g->route;
-    if (f->n && f->ra == ra && f->cfa == cfa && (ts->fast_turn++ & 1))
-        f = g; /* both ways of this call: replace each in turn */
+    unsigned known = fast_route(ts, e1, ra, cfa);
+    if (LIKELY(known != FAST_MISS))
+        return known;
     uint64_t fr[MRA_MAX_DEPTH];
     uint32_t place[MRA_MAX_DEPTH];
     unsigned n = mra_walk_want(&ts->walk, ra, cfa, fr, g_walk, g_prefix ? prefix_wanted : NULL, place);
     if (n == 0) { /* no planned stack begins with its first frames: */
         if (tls_unwanted >= 2) /* glibc's when they come again */
-            fast_learn(ts, f, ra, cfa, fr, tls_unwanted, 0, place);
+            fast_learn(ts, e1, ra, cfa, fr, tls_unwanted, 0, place);
         return 0;
     }
     if (UNLIKELY(n > IDENT_MEMO_DEPTH || n < 2))
@@ -234,7 +277,7 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, uintptr_
         m->n = n;
         m->route = route;
     }
-    fast_learn(ts, f, ra, cfa, fr, n, route, place);
+    fast_learn(ts, e1, ra, cfa, fr, n, route, place);
     return route;
 }
 
@@ -253,22 +296,20 @@ static inline __attribute__((always_inline)) void *route_alloc(struct tstate *ts
 
 /* A call from the first frame of a planned stack (v: its route or
  * FIRST_WALK) that the inline path does not serve -- the thread's first
- * routed call, or a stack to walk: the allocation from its route, or NULL
- * for glibc's. */
-static __attribute__((noinline)) void *routed_malloc(size_t n, uint32_t v, uintptr_t ra, uintptr_t cfa)
+ * routed call, a stack the memo does not hold, or the timed call of
+ * IDENT_SAMPLE: the allocation from its route, or NULL for glibc's. */
+static __attribute__((noinline)) void *routed_malloc(size_t n, struct kv *e1, uintptr_t ra, uintptr_t cfa)
 {
     struct tstate *ts = get_ts();
     if (UNLIKELY(ts == NULL))
         return NULL;
-    unsigned route = v;
-    if (v == FIRST_WALK) {
-        uint64_t t0 = 0;
-        bool timed = UNLIKELY(++tls_ident_ctr >= IDENT_SAMPLE);
-        if (timed)
-            t0 = mra_mono_ns();
-        route = walk_route(ts, ra, cfa);
+    unsigned route = e1->route;
+    if (route == FIRST_WALK) {
+        bool timed = ts->ident_left == 0;
+        uint64_t t0 = timed ? mra_mono_ns() : 0;
+        route = walk_route(ts, e1, ra, cfa);
         if (timed) {
-            tls_ident_ctr = 0;
+            ts->ident_left = IDENT_SAMPLE;
             uint64_t d = mra_mono_ns() - t0;
             mra_apply_stats_note_ident(d > g_clock_cost ? d - g_clock_cost : 0, IDENT_SAMPLE);
         }
@@ -279,15 +320,30 @@ static __attribute__((noinline)) void *routed_malloc(size_t n, uint32_t v, uintp
 }
 
 /* Every call pays the look-up of its first frame; only the calls from a
- * planned stack's first frame go further. */
+ * planned stack's first frame go further: a route the first frame tells,
+ * or the memo's probe of a stack seen before, inline; the rest out of
+ * line. */
 static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero, uintptr_t ra, uintptr_t cfa)
 {
     if (LIKELY(g_active) && LIKELY(!tls_guard)) {
-        uint32_t v = mra_apply_first_frame(ra - 1);
-        if (UNLIKELY(v != 0)) {
-            /* a route told by its first frame: inline */
+        struct kv *e1 = mra_apply_first_frame(ra - 1);
+        if (UNLIKELY(e1 != NULL)) {
             struct tstate *ts = tls_ts;
-            void *p = LIKELY(v != FIRST_WALK && ts != NULL) ? route_alloc(ts, v, n) : routed_malloc(n, v, ra, cfa);
+            uint32_t v = e1->route;
+            void *p;
+            if (UNLIKELY(ts == NULL))
+                p = routed_malloc(n, e1, ra, cfa);
+            else if (v != FIRST_WALK)
+                p = route_alloc(ts, v, n);
+            else {
+                unsigned route = LIKELY(--ts->ident_left != 0) ? fast_route(ts, e1, ra, cfa) : FAST_MISS;
+                if (route == 0)
+                    p = NULL;
+                else if (LIKELY(route != FAST_MISS))
+                    p = route_alloc(ts, route, n);
+                else
+                    p = routed_malloc(n, e1, ra, cfa);
+            }
             if (p) {
                 if (zero)
                     memset(p, 0, n);

@@ -139,7 +139,8 @@ struct ident_memo {
  * (independent loads, no frame-size look-ups); a miss walks.  Safe when
  * wrong: any route serves any allocation, and a free finds its owner by
  * the address. */
-#define IDENT_FAST 64u           /* entries per thread */
+#define IDENT_FAST 512u          /* entries per thread (61 KiB; a C++ program's calls from operator
+                                    new come from thousands of stacks) */
 struct ident_fast {
     uintptr_t ra, cfa;
     uint32_t n, route;           /* n 0: empty */
@@ -152,6 +153,7 @@ struct tstate {
     struct ident_memo memo[IDENT_MEMO];
     struct ident_fast fast[IDENT_FAST];
     uint32_t fast_turn, fast_epoch;
+    uint32_t ident_left;         /* calls to a walk's first frame until the next timed one */
     struct tstate *next;         /* every thread's, for the stats */
     struct region reg[];         /* g_nroutes + 1 */
 };
@@ -338,6 +340,9 @@ int mra_apply_plan_load(const char *path);
 struct kv {
     uint64_t key;                /* 0: empty */
     uint32_t route;
+    uint32_t caller;             /* g_first's FIRST_WALK entries: where the first frame's caller
+                                    keeps its return address, at cfa + caller - 1 (0: not known);
+                                    learnt by the walks (apply.c's fast_learn), any thread */
 };
 #define FIRST_WALK UINT32_MAX    /* g_first: the stack must be walked to know its route */
 extern struct kv *g_first;       /* a planned stack's first frame -> its route (walk 1) or
@@ -346,17 +351,17 @@ extern size_t g_first_mask;
 extern struct kv *g_stacks;      /* hash of a planned stack's frames | 1 -> route */
 extern size_t g_stacks_mask;
 
-/* What a stack whose first frame is f is: 0 none of the plan's, a route,
- * or FIRST_WALK. */
-static inline uint32_t mra_apply_first_frame(uint64_t f)
+/* The entry of a planned stack's first frame f, whose route is a route or
+ * FIRST_WALK; NULL: none of the plan's stacks begins with f. */
+static inline struct kv *mra_apply_first_frame(uint64_t f)
 {
     for (size_t i = (size_t)((f * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & g_first_mask;;
          i = (i + 1) & g_first_mask) {
-        const struct kv *e = &g_first[i];
+        struct kv *e = &g_first[i];
         if (e->key == f)
-            return e->route;
+            return e;
         if (e->key == 0)
-            return 0;
+            return NULL;
     }
 }
 
