@@ -379,9 +379,19 @@ int mra_report_html(FILE *f, const struct mra_analysis *a, const struct mra_html
 
 enum mra_plan_mode {
     MRA_PLAN_RECOMMENDED,        /* the sites the report recommends an allocator for */
-    MRA_PLAN_CANDIDATES          /* every site the rules name an allocator for, whatever
+    MRA_PLAN_CANDIDATES,         /* every site the rules name an allocator for, whatever
                                     its predicted saving (for measuring it) */
+    MRA_PLAN_TOP_CANDIDATES      /* of those, the MRA_PLANNED_MAX that would save most, each
+                                    at least a twentieth of the 2% rule (measure, where
+                                    nothing is recommended): every planned site costs its
+                                    calls' identification and a route's blocks */
 };
+/* What the plan of mode gives site s of a: its allocator, or MRA_NONE.
+ * cutoff: mra_plan_cutoff(a, mode). */
+enum mra_rec mra_plan_kind(const struct mra_site *s, enum mra_plan_mode mode, double cutoff);
+/* The least predicted saving of a site in the plan of mode (ns; 0 but for
+ * MRA_PLAN_TOP_CANDIDATES). */
+double mra_plan_cutoff(const struct mra_analysis *a, enum mra_plan_mode mode);
 /* Writes the plan (plan.c's head comment has the format) of a, analysed
  * from p, to f: the sites of mode, or only the site with report id
  * only_site when it is not 0, routed to its allocator or, with as not
@@ -417,7 +427,7 @@ struct mra_planned {
     const char *dir;             /* where each site's own plan goes (NULL: none) */
     enum mra_plan_mode mode;
     bool candidates_instead;     /* measure: nothing recommended, so the plan is the rules'
-                                    candidates (mode became MRA_PLAN_CANDIDATES) */
+                                    candidates (mode became MRA_PLAN_TOP_CANDIDATES) */
     double program_ns;           /* the program's own time in the recorded run */
     unsigned threads;            /* the recorded run's threads */
     double min_share;            /* the 2% rule, as a fraction */
@@ -425,7 +435,8 @@ struct mra_planned {
     double heap_retaken_ns;      /* the analysis's: memory glibc gave back and took again */
     double heap_retaken_pages;   /* ... in 4 KiB pages */
     double probe_ref_ns;         /* the calibration's cell that mra_costs_probe measures again */
-    size_t n;                    /* planned sites (the first MRA_PLANNED_MAX in s[]) */
+    size_t n;                    /* planned sites in s[] (at most MRA_PLANNED_MAX) */
+    size_t total;                /* planned sites */
     struct mra_planned_site s[MRA_PLANNED_MAX];
 };
 

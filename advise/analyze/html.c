@@ -456,7 +456,10 @@ static void data_plan(FILE *f, const struct mra_html_extra *x)
     fputs("{\"path\":", f);
     data_string(f, x->plan_kept ? x->plan_path : NULL, SIZE_MAX);
     fprintf(f, ",\"mode\":\"%s\",\"predicted_ns\":%.0f,\"sites\":[",
-            pl->mode == MRA_PLAN_CANDIDATES ? "every candidate" : "the recommended sites", pl->predicted_ns);
+            pl->mode == MRA_PLAN_CANDIDATES       ? "every candidate"
+            : pl->mode == MRA_PLAN_TOP_CANDIDATES ? "the candidates that would save most"
+                                                  : "the recommended sites",
+            pl->predicted_ns);
     for (size_t i = 0; i < pl->n; i++)
         fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"predicted_ns\":%.0f,\"glibc_ns\":%.0f}", i ? "," : "",
                 pl->s[i].site, mra_rec_name(pl->s[i].kind), pl->s[i].predicted_ns, pl->s[i].glibc_ns);

@@ -241,7 +241,7 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
      * the run saved 4.7-8.5%) */
     double cand_ns;
     if (pl && pl->dir && mode == MRA_PLAN_RECOMMENDED && mra_candidates_only(a, &cand_ns) > 0) {
-        mode = pl->mode = MRA_PLAN_CANDIDATES;
+        mode = pl->mode = MRA_PLAN_TOP_CANDIDATES;
         pl->candidates_instead = true;
     }
     FILE *f = open_out(path);
@@ -257,16 +257,18 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
     pl->heap_retaken_ns = a->heap_retaken_ns;
     pl->heap_retaken_pages = (double)a->heap.retaken_bytes / 4096.0;
     pl->probe_ref_ns = mra_costs_probe_ref(&a->costs);
+    double cutoff = mra_plan_cutoff(a, mode);
+    bool cand = mode != MRA_PLAN_RECOMMENDED;
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
-        enum mra_rec k = mode == MRA_PLAN_CANDIDATES ? s->candidate : s->rec;
+        enum mra_rec k = mra_plan_kind(s, mode, cutoff);
         if (k == MRA_NONE)
             continue;
-        if (pl->n < MRA_PLANNED_MAX) {
-            struct mra_planned_site *ps = &pl->s[pl->n];
+        if (pl->total < MRA_PLANNED_MAX) {
+            struct mra_planned_site *ps = &pl->s[pl->total];
             ps->site = s->id;
             ps->kind = k;
-            ps->predicted_ns = mode == MRA_PLAN_CANDIDATES ? s->candidate_saving_ns : s->predicted_saving_ns;
+            ps->predicted_ns = cand ? s->candidate_saving_ns : s->predicted_saving_ns;
             ps->glibc_ns = (double)s->s.glibc_ns;
             if (pl->dir) {
                 snprintf(ps->plan, sizeof ps->plan, "%s/plan-%u", pl->dir, s->id);
@@ -286,11 +288,10 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
                 }
             }
         }
-        pl->n++;
-        pl->predicted_ns += mode == MRA_PLAN_CANDIDATES ? s->candidate_saving_ns : s->predicted_saving_ns;
+        pl->total++;
+        pl->predicted_ns += cand ? s->candidate_saving_ns : s->predicted_saving_ns;
     }
-    if (pl->n > MRA_PLANNED_MAX)
-        pl->n = MRA_PLANNED_MAX;
+    pl->n = pl->total < MRA_PLANNED_MAX ? pl->total : MRA_PLANNED_MAX;
     return rc;
 }
 

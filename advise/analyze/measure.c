@@ -230,9 +230,9 @@ static void plan_verdict(FILE *f, const struct mra_planned *pl, double ratio, do
 {
     double share = pl->min_share > 0 ? pl->min_share : 0.02, saved = 1 - ratio;
     if (pl->candidates_instead)
-        fprintf(f, "  nothing passed the %g%% rule by the prediction, so the plan measured is every site the rules\n"
-                   "  name an allocator for (as --plan-candidates)\n",
-                100 * share);
+        fprintf(f, "  nothing passed the %g%% rule by the prediction, so the plan measured is the sites the rules\n"
+                   "  name an allocator for that would save most (at most %u, each at least %g%% of the run)\n",
+                100 * share, MRA_PLANNED_MAX, 100 * share / 20);
     if (saved >= share && hi < 1)
         fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run, above the %g%% rule, and saved in every round:\n"
                    "  apply it%s\n",
@@ -429,8 +429,8 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         unsigned walk;
         read_stats(vs[1].stats, &walk, &ident, &walked, &held, &routed);
         double plo, phi, ratio = median(vs[1].ratio, vs[1].runs, &plo, &phi);
-        fprintf(f, "\n  the plan: %zu site%s, predicted %.1f ms, measured %.1f ms (%.1f%% of glibc's run)\n", pl->n,
-                pl->n == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
+        fprintf(f, "\n  the plan: %zu site%s, predicted %.1f ms, measured %.1f ms (%.1f%% of glibc's run)\n", pl->total,
+                pl->total == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
         /* the prediction is in ns of the calibration's machine: at the
          * rounds' speed where the host ran slower or faster since */
         double slo = 0, shi = 0, sp = nspeed ? median(speed, nspeed, &slo, &shi) : 0;

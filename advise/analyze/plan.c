@@ -158,11 +158,47 @@ static const struct mra_raw_module *module_of(const struct mra_profile *p, uint6
     return NULL;
 }
 
-static enum mra_rec plan_kind(const struct mra_site *s, enum mra_plan_mode mode)
+enum mra_rec mra_plan_kind(const struct mra_site *s, enum mra_plan_mode mode, double cutoff)
 {
-    if (mode == MRA_PLAN_CANDIDATES)
+    switch (mode) {
+    case MRA_PLAN_CANDIDATES:
         return s->candidate;
+    case MRA_PLAN_TOP_CANDIDATES:
+        return s->candidate_saving_ns >= cutoff ? s->candidate : MRA_NONE;
+    case MRA_PLAN_RECOMMENDED:
+        break;
+    }
     return s->rec;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+double mra_plan_cutoff(const struct mra_analysis *a, enum mra_plan_mode mode)
+{
+    if (mode != MRA_PLAN_TOP_CANDIDATES)
+        return 0;
+    double *v = malloc((a->nsites ? a->nsites : 1) * sizeof *v);
+    if (!v)
+        return 0; /* every candidate */
+    size_t n = 0;
+    for (size_t i = 0; i < a->nsites; i++)
+        if (a->sites[i].candidate != MRA_NONE)
+            v[n++] = a->sites[i].candidate_saving_ns;
+    double cut = 0;
+    if (n > 0) {
+        qsort(v, n, sizeof *v, cmp_desc);
+        cut = a->opts.th.min_share / 20 * a->program_ns;
+        if (n > MRA_PLANNED_MAX && v[MRA_PLANNED_MAX - 1] > cut)
+            cut = v[MRA_PLANNED_MAX - 1];
+        if (cut > v[0])
+            cut = v[0]; /* the best one at least */
+    }
+    free(v);
+    return cut;
 }
 
 enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, const struct mra_thresholds *th)
@@ -229,8 +265,10 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
     }
     fprintf(f, "memres-advise-plan 1\n");
     fprintf(f, "# program %s; %s\n", a->h.program[0] ? a->h.program : "?",
-            mode == MRA_PLAN_CANDIDATES ? "every site the rules name an allocator for"
-                                        : "the recommended sites");
+            mode == MRA_PLAN_CANDIDATES       ? "every site the rules name an allocator for"
+            : mode == MRA_PLAN_TOP_CANDIDATES ? "the sites the rules name an allocator for that would save most"
+                                              : "the recommended sites");
+    double cutoff = mra_plan_cutoff(a, mode);
     /* the routes: one per planned site */
     unsigned nroutes = 0;
     /* An unplanned site may share a route's prefix when the rules name the
@@ -244,7 +282,7 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
                 cand_of_id[a->sites[i].raw_ids[r]] = a->sites[i].candidate;
     for (size_t i = 0; i < a->nsites; i++) {
         const struct mra_site *s = &a->sites[i];
-        enum mra_rec k = plan_kind(s, mode);
+        enum mra_rec k = mra_plan_kind(s, mode, cutoff);
         if (k == MRA_NONE || (only_site && s->id != only_site))
             continue;
         if (only_site && as != MRA_NONE)

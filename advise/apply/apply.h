@@ -82,6 +82,7 @@ struct route {
     uint32_t site;               /* the report's site id */
     struct slab_shared *shared;  /* a slab's: SLAB_CLASSES */
     _Atomic uint64_t fallbacks;  /* calls of its stacks that went to glibc */
+    _Atomic uint64_t blocks, blocks_peak; /* blocks of the range it holds, now and at most */
 };
 
 /* A block of the reserved range (region.c), a region's or a slab's: this
@@ -183,6 +184,8 @@ extern size_t g_range_len;
 int mra_region_init(void);
 /* A block of the range (a mutex), or NULL when the range is used up. */
 struct rblock *mra_block_get(void);
+/* b, just taken, is route's (counted in its blocks). */
+void mra_block_owned(struct rblock *b, unsigned route);
 static inline bool mra_is_region(const void *p)
 {
     return (uintptr_t)p - g_range_lo < g_range_len;

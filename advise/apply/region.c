@@ -71,9 +71,24 @@ int mra_region_init(void)
     return -1;
 }
 
+static void cnt_max_atomic(_Atomic uint64_t *peak, uint64_t u)
+{
+    uint64_t pk = atomic_load_explicit(peak, memory_order_relaxed);
+    while (u > pk && !atomic_compare_exchange_weak_explicit(peak, &pk, u, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+void mra_block_owned(struct rblock *b, unsigned route)
+{
+    b->route = route;
+    struct route *rt = &g_routes[route];
+    cnt_max_atomic(&rt->blocks_peak, atomic_fetch_add_explicit(&rt->blocks, 1, memory_order_relaxed) + 1);
+}
+
 static void block_put(struct rblock *b)
 {
     atomic_fetch_sub_explicit(&g_blocks_used, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&g_routes[b->route].blocks, 1, memory_order_relaxed);
     uint64_t now = coarse_ns();
     pthread_mutex_lock(&g_mu);
     b->freed_at = now;
@@ -126,13 +141,8 @@ struct rblock *mra_block_get(void)
         }
     }
     pthread_mutex_unlock(&g_mu);
-    if (b) {
-        uint64_t u = atomic_fetch_add_explicit(&g_blocks_used, 1, memory_order_relaxed) + 1;
-        uint64_t pk = atomic_load_explicit(&g_blocks_peak, memory_order_relaxed);
-        while (u > pk && !atomic_compare_exchange_weak_explicit(&g_blocks_peak, &pk, u, memory_order_relaxed,
-                                                                memory_order_relaxed)) {
-        }
-    }
+    if (b)
+        cnt_max_atomic(&g_blocks_peak, atomic_fetch_add_explicit(&g_blocks_used, 1, memory_order_relaxed) + 1);
     return b;
 }
 
@@ -175,7 +185,7 @@ bool mra_region_refill(struct region *r, unsigned route)
     if (!b)
         return false;
     atomic_store_explicit(&b->state, 0, memory_order_relaxed);
-    b->route = route;
+    mra_block_owned(b, route);
     b->slab = 0;
     r->cur = b;
     r->end = (char *)b + RBLOCK;

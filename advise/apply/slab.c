@@ -91,7 +91,7 @@ static bool run_get(struct tstate *ts, struct region *r, unsigned route, struct 
         struct rblock *b = mra_block_get();
         if (!b)
             return false;
-        b->route = route;
+        mra_block_owned(b, route);
         b->slab = 1;
         b->owner = ts;
         memset(b->psize, 0, sizeof b->psize);

@@ -8,10 +8,11 @@
  *                           calls, one in CALLS / SAMPLES
  *   held_peak BYTES         the routes' memory at its peak: the blocks of the
  *                           reserved range in use (regions' and slabs')
- *   route R KIND SITE ALLOCATIONS FALLBACKS
+ *   route R KIND SITE ALLOCATIONS FALLBACKS HELD_PEAK
  *
  * (FALLBACKS: allocations of the route's stacks that went to glibc, e.g.
- * a size the route does not serve.) */
+ * a size the route does not serve; HELD_PEAK: the most bytes of blocks the
+ * route held at once, every thread's.) */
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -55,8 +56,9 @@ void mra_apply_stats_write(const char *path)
         uint64_t allocations = 0;
         for (struct tstate *ts = atomic_load(&g_threads); ts; ts = ts->next)
             allocations += ts->reg[r].allocations;
-        n = snprintf(line, sizeof line, "route %u %s %u %llu %llu\n", r, kind_name(rt), rt->site,
-                     (unsigned long long)allocations, (unsigned long long)atomic_load(&rt->fallbacks));
+        n = snprintf(line, sizeof line, "route %u %s %u %llu %llu %llu\n", r, kind_name(rt), rt->site,
+                     (unsigned long long)allocations, (unsigned long long)atomic_load(&rt->fallbacks),
+                     (unsigned long long)atomic_load(&rt->blocks_peak) * RBLOCK);
         if (write(fd, line, (size_t)n) != n)
             goto out;
     }

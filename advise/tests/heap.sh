@@ -30,7 +30,7 @@ if [ "${4:-}" = --measure ]; then
     || fail "no advice to keep the memory"
   grep -q '^under the rule: 1 candidate site, predicted ' "$work/report" || fail "no line of the candidates under the rule"
   grep -q '^  the plan: 1 site,' "$work/report" || fail "the candidate was not planned"
-  grep -q '^  nothing passed the [0-9.]*% rule by the prediction, so the plan measured is every site the rules$' \
+  grep -q '^  nothing passed the [0-9.]*% rule by the prediction, so the plan measured is the sites the rules$' \
     "$work/report" || fail "no line saying the candidates were measured instead"
   grep -Eq '^  verdict: (the plan saves|the plan.s run saves|under the)' "$work/report" || fail "no verdict"
   grep -q '^  glibc, memory kept ' "$work/report" || fail "no row of glibc keeping its memory"

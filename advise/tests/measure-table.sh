@@ -8,8 +8,8 @@
 # BUILD is a build directory of the project (memres-advise, the apply
 # runtime, the known-answer programs and the zero-cost yardstick built in
 # it).  For each program: the plan of the recommended sites, or, where
-# nothing is recommended, of every site the rules name (measure plans them
-# then, as --plan-candidates; marked *); what the report predicted for it, what measure measured (CPU
+# nothing is recommended, of the sites the rules name that would save most (measure plans them
+# then; marked *); what the report predicted for it, what measure measured (CPU
 # time saved against glibc, median of ROUNDS paired rounds, default 5, with
 # the lowest and highest round's ratio), the allocators' saving (the run of
 # the runtime alone, every call identified and served by glibc, less the

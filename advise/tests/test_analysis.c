@@ -1250,6 +1250,56 @@ static void test_rule_pools_realloc_moves(void **state)
     }
 }
 
+/* measure's plan where nothing is recommended: the candidates that would
+ * save most, at most MRA_PLANNED_MAX, each at least a twentieth of the 2%
+ * rule (0.1% of the run), and the best one whatever it saves; the CLI's
+ * --plan-candidates keeps every one. */
+static size_t planned_in(const struct mra_site *sites, size_t n, enum mra_plan_mode mode, double cut)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += mra_plan_kind(&sites[i], mode, cut) != MRA_NONE;
+    return k;
+}
+
+static void test_plan_top_candidates(void **state)
+{
+    (void)state;
+    struct mra_analysis a;
+    memset(&a, 0, sizeof a);
+    struct mra_site sites[50];
+    memset(sites, 0, sizeof sites);
+    a.sites = sites;
+    a.nsites = 50;
+    a.program_ns = 1e9;
+    a.opts.th.min_share = 0.02; /* a twentieth: 1 ms of the 1 s run */
+    for (int i = 0; i < 50; i++) {
+        sites[i].candidate = i % 10 == 9 ? MRA_NONE : MRA_ARENA;
+        sites[i].candidate_saving_ns = (50 - i) * 4e4 + 1e3; /* 2 ms .. 0.04 ms */
+    }
+    double cut = mra_plan_cutoff(&a, MRA_PLAN_TOP_CANDIDATES);
+    assert_true(cut > 0.999e6 && cut < 1.001e6);
+    assert_int_equal(planned_in(sites, 50, MRA_PLAN_CANDIDATES, 0), 45);
+    assert_int_equal(planned_in(sites, 50, MRA_PLAN_TOP_CANDIDATES, cut), 24); /* the 26 of 1 ms or more,
+                                                                                 less sites 9 and 19 */
+    assert_int_equal(mra_plan_kind(&sites[25], MRA_PLAN_TOP_CANDIDATES, cut), MRA_ARENA); /* 1.001 ms */
+    assert_int_equal(mra_plan_kind(&sites[26], MRA_PLAN_TOP_CANDIDATES, cut), MRA_NONE);  /* 0.961 ms */
+    assert_true(mra_plan_cutoff(&a, MRA_PLAN_CANDIDATES) == 0);
+
+    /* more than MRA_PLANNED_MAX above a twentieth of the rule: the 32 best */
+    for (int i = 0; i < 50; i++)
+        sites[i].candidate_saving_ns = (50 - i) * 1e6;
+    cut = mra_plan_cutoff(&a, MRA_PLAN_TOP_CANDIDATES);
+    assert_int_equal(planned_in(sites, 50, MRA_PLAN_TOP_CANDIDATES, cut), MRA_PLANNED_MAX);
+
+    /* every one under a twentieth of the rule: the best one */
+    for (int i = 0; i < 50; i++)
+        sites[i].candidate_saving_ns = (50 - i) * 1e3;
+    cut = mra_plan_cutoff(&a, MRA_PLAN_TOP_CANDIDATES);
+    assert_int_equal(planned_in(sites, 50, MRA_PLAN_TOP_CANDIDATES, cut), 1);
+    assert_int_equal(mra_plan_kind(&sites[0], MRA_PLAN_TOP_CANDIDATES, cut), MRA_ARENA);
+}
+
 /* sites by predicted saving; the JSON and text reports say the same */
 static void test_order_and_reports(void **state)
 {
@@ -1615,6 +1665,7 @@ int main(void)
         cmocka_unit_test(test_free_groups),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_rule_pools_realloc_moves),
+        cmocka_unit_test(test_plan_top_candidates),
         cmocka_unit_test(test_order_and_reports),
         cmocka_unit_test(test_profile_versions),
     };
