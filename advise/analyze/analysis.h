@@ -298,6 +298,9 @@ struct mra_behind {
     bool thread_safe;
     double predicted_saving_ns;
     char reason[400];
+    uint32_t *raw_ids;           /* the profile's site ids of its sites (their first frames
+                                    are the function's calls of malloc: the plan's stacks) */
+    size_t nraw;
 };
 
 struct mra_analysis {
@@ -404,6 +407,9 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
  * moves (th's together_share), else an object pool for a pools site with a
  * size of half its allocations or more; MRA_NONE where there is none. */
 enum mra_rec mra_alternative(const struct mra_site *s, enum mra_rec k, const struct mra_thresholds *th);
+/* The plan of one mr_pools behind function a->behind[bi]: every stack
+ * whose first frame is one of its calls of malloc, walk 1.  0, or -1. */
+int mra_plan_write_behind(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, size_t bi);
 /* Where no site of a is recommended: how many the rules name a candidate
  * for, and (ns) what they would save; 0 where a site is recommended. */
 size_t mra_candidates_only(const struct mra_analysis *a, double *ns);
@@ -412,6 +418,7 @@ size_t mra_candidates_only(const struct mra_analysis *a, double *ns);
 
 #define APPLY_NAME "libmemres-advise-apply.so"
 #define MRA_PLANNED_MAX 32u
+#define MRA_BEHIND_MEASURED 2u   /* the pools behind one function that measure runs, by saving */
 #define MRA_MEASURE_ROUNDS_MAX 101u
 
 /* What a plan holds, as the analysis predicted it. */
@@ -438,6 +445,12 @@ struct mra_planned {
     size_t n;                    /* planned sites in s[] (at most MRA_PLANNED_MAX) */
     size_t total;                /* planned sites */
     struct mra_planned_site s[MRA_PLANNED_MAX];
+    struct mra_planned_behind {  /* pools behind one function, each on its own plan */
+        char function[48];       /* its name, or module+offset */
+        double predicted_ns;
+        char plan[4096];
+    } behind[MRA_BEHIND_MEASURED];
+    size_t nbehind;
 };
 
 struct mra_measure_options {

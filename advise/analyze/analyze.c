@@ -312,6 +312,9 @@ void mra_analysis_free(struct mra_analysis *a)
         for (size_t i = 0; i < a->nsites; i++)
             free(a->sites[i].raw_ids);
     free(a->sites);
+    for (size_t i = 0; i < a->nbehind; i++)
+        free(a->behind[i].raw_ids);
+    a->nbehind = 0;
     free(a->folded);
     free(a->timeline);
     a->sites = NULL;

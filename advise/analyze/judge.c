@@ -804,11 +804,28 @@ int mra_behind_functions(struct work *w, struct mra_analysis *a, const struct mr
                     lo = k;
             if (a->behind[lo].predicted_saving_ns >= save)
                 continue;
+            free(a->behind[lo].raw_ids);
             a->nbehind--;
             a->behind[lo] = a->behind[a->nbehind];
         }
+        size_t nraw = 0;
+        for (size_t k = g; k < e; k++)
+            nraw += w->ms[idx[k]].nraw;
+        uint32_t *raw = malloc((nraw ? nraw : 1) * sizeof *raw);
+        if (!raw) {
+            free(idx);
+            return -1;
+        }
+        nraw = 0;
+        for (size_t k = g; k < e; k++) {
+            const struct msite *m = &w->ms[idx[k]];
+            memcpy(raw + nraw, m->raw, m->nraw * sizeof *raw);
+            nraw += m->nraw;
+        }
         struct mra_behind *b = &a->behind[a->nbehind++];
         memset(b, 0, sizeof *b);
+        b->raw_ids = raw;
+        b->nraw = nraw;
         b->frame = *f0;
         b->nsites = nsites;
         b->allocations = allocs;

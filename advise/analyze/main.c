@@ -292,6 +292,26 @@ static int write_plans(const char *path, const struct mra_profile *p, const stru
         pl->predicted_ns += cand ? s->candidate_saving_ns : s->predicted_saving_ns;
     }
     pl->n = pl->total < MRA_PLANNED_MAX ? pl->total : MRA_PLANNED_MAX;
+    /* the pools behind one function that save most, each on its own plan:
+     * the report recommends them beside the sites */
+    for (size_t i = 0; pl->dir && i < a->nbehind && pl->nbehind < MRA_BEHIND_MEASURED; i++) {
+        const struct mra_behind *b = &a->behind[i];
+        struct mra_planned_behind *pb = &pl->behind[pl->nbehind++];
+        if (b->frame.function)
+            snprintf(pb->function, sizeof pb->function, "%s", b->frame.function);
+        else {
+            const char *m = b->frame.module ? strrchr(b->frame.module, '/') : NULL;
+            snprintf(pb->function, sizeof pb->function, "%s+0x%llx",
+                     m ? m + 1 : b->frame.module ? b->frame.module : "?", (unsigned long long)b->frame.offset);
+        }
+        pb->predicted_ns = b->predicted_saving_ns;
+        snprintf(pb->plan, sizeof pb->plan, "%s/plan-behind-%zu", pl->dir, i);
+        FILE *g = open_out(pb->plan);
+        if (!g)
+            return -1;
+        rc |= mra_plan_write_behind(g, p, a, i);
+        rc |= close_out(g, pb->plan);
+    }
     return rc;
 }
 
@@ -628,9 +648,14 @@ int main(int argc, char **argv)
         write_html(html, html_data, plan, plan != plan_tmp, &planned, measured);
     free(html_data);
     free(measured);
-    for (size_t k = 0; k < planned.n; k++)
+    for (size_t k = 0; k < planned.n; k++) {
         if (planned.s[k].plan[0])
             unlink(planned.s[k].plan);
+        if (planned.s[k].alt_plan[0])
+            unlink(planned.s[k].alt_plan);
+    }
+    for (size_t k = 0; k < planned.nbehind; k++)
+        unlink(planned.behind[k].plan);
     if (plan_tmp) {
         unlink(plan_tmp);
         free(plan_tmp);

@@ -34,7 +34,7 @@
 
 #include "analysis.h"
 
-#define MAX_VARIANTS (8 + 2 * MRA_PLANNED_MAX)
+#define MAX_VARIANTS (8 + MRA_BEHIND_MEASURED + 2 * MRA_PLANNED_MAX)
 
 struct variant {
     char name[64];
@@ -317,6 +317,12 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         snprintf(vs[nv].name, sizeof vs[0].name, "zero-cost limit");
         vs[nv++].preload = zc;
     }
+    /* one mr_pools behind a function the report names, each on its own plan */
+    unsigned first_behind = nv;
+    for (size_t i = 0; i < pl->nbehind; i++) {
+        snprintf(vs[nv].name, sizeof vs[0].name, "pools behind %.40s", pl->behind[i].function);
+        vs[nv++].plan = pl->behind[i].plan;
+    }
     unsigned first_site = nv;
     if ((o->per_site && pl->n > 1) || o->alternatives)
         for (size_t i = 0; i < pl->n && nv < MAX_VARIANTS; i++) {
@@ -498,6 +504,20 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         double f0 = median(vs[0].flt, vs[0].runs, NULL, NULL), fk = median(vs[kept].flt, vs[kept].runs, NULL, NULL);
         fprintf(f, "  page faults %.0f against glibc's %.0f (%.0f fewer); the recorded run took %.0f pages again\n", fk,
                 f0, f0 - fk, pl->heap_retaken_pages);
+        for (unsigned i = first_behind; i < first_site; i++) {
+            const struct mra_planned_behind *pb = &pl->behind[i - first_behind];
+            double lo, hi, r2 = median(vs[i].ratio, vs[i].runs, &lo, &hi);
+            double share = pl->min_share > 0 ? pl->min_share : 0.02;
+            read_stats(vs[i].stats, &walk, &ident, &walked, &held, &routed);
+            fprintf(f,
+                    "  one mr_pools behind %s: predicted %.1f ms, measured %.1f ms (%.3f, %.3f-%.3f), peak RSS\n"
+                    "  %.2fx glibc's; routed %llu allocations by their first frame; %s\n",
+                    pb->function, pb->predicted_ns / 1e6, (1 - r2) * g / 1e6, r2, lo, hi,
+                    median(vs[i].rss_ratio, vs[i].runs, NULL, NULL), (unsigned long long)routed,
+                    1 - r2 >= share && hi < 1 ? "saved in every round: put the pools behind it"
+                    : 1 - r2 >= share         ? "saved in the median, not in every round: more --rounds tell"
+                                              : "under the rule as measured");
+        }
         if (first_site < nv) {
             fprintf(f, "\n  per site (its plan alone):\n");
             for (unsigned i = first_site; i < nv; i++) {

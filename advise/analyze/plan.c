@@ -239,6 +239,55 @@ size_t mra_candidates_only(const struct mra_analysis *a, double *ns)
     return n;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int mra_plan_write_behind(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, size_t bi)
+{
+    const struct mra_behind *b = &a->behind[bi];
+    uint32_t maxid = 0;
+    for (size_t i = 0; i < p->nsites; i++)
+        if (p->sites[i].s.id > maxid)
+            maxid = p->sites[i].s.id;
+    /* the behind's sites' first frames, each once */
+    bool *in = calloc((size_t)maxid + 1, sizeof *in);
+    uint64_t *first = malloc((p->nsites ? p->nsites : 1) * sizeof *first);
+    if (!in || !first) {
+        free(in);
+        free(first);
+        fprintf(stderr, "memres-advise: out of memory writing the plan\n");
+        return -1;
+    }
+    for (size_t r = 0; r < b->nraw; r++)
+        if (b->raw_ids[r] <= maxid)
+            in[b->raw_ids[r]] = true;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nsites; i++)
+        if (in[p->sites[i].s.id] && p->sites[i].s.nframes > 0)
+            first[n++] = p->sites[i].frames[0];
+    qsort(first, n, sizeof *first, cmp_u64);
+    fprintf(f, "memres-advise-plan 1\n");
+    fprintf(f, "# program %s; one mr_pools behind %s (%zu sites)\n", a->h.program[0] ? a->h.program : "?",
+            b->frame.function ? b->frame.function : "a function without a symbol", b->nsites);
+    fprintf(f, "route 1 pools 0 0\nwalk 1\n");
+    for (size_t i = 0; i < p->nmodules; i++)
+        fprintf(f, "module %zu %s\n", i, p->modules[i].path ? p->modules[i].path : "?");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && first[i] == first[i - 1])
+            continue;
+        size_t m;
+        const struct mra_raw_module *mod = module_of(p, first[i], &m);
+        if (mod)
+            fprintf(f, "stack 1 1 %zu:0x%llx\n", m, (unsigned long long)(first[i] - mod->bias));
+    }
+    free(in);
+    free(first);
+    return 0;
+}
+
 int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, enum mra_plan_mode mode,
                    unsigned only_site, enum mra_rec as)
 {

@@ -1035,6 +1035,23 @@ static void test_behind_function(void **state)
     assert_near(b->predicted_saving_ns, 4 * 200000.0 * (30 - 6), 1e-9);
     assert_contains(b->reason, "4 sites reach malloc from this function");
     assert_contains(b->reason, "4.8% of the run");
+    /* its plan (measure runs it): one pools route, every stack from xmalloc's
+     * call of malloc by its first frame, that frame once */
+    assert_int_equal(b->nraw, 4);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mra_plan_write_behind(f, &s.p, &r.a, 0), 0);
+    fclose(f);
+    assert_contains(buf, "memres-advise-plan 1\n");
+    assert_contains(buf, "one mr_pools behind xmalloc (4 sites)");
+    assert_contains(buf, "\nroute 1 pools 0 0\nwalk 1\n");
+    size_t nstack = 0;
+    for (const char *q = buf; (q = strstr(q, "\nstack 1 1 ")) != NULL; q++)
+        nstack++;
+    assert_int_equal(nstack, 1);
+    free(buf);
     result_free(&r);
 
     /* a site above max_small_size among them: it stays on malloc, the rest
