@@ -359,6 +359,8 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
         print_frame(o, &b->frame);
         fprintf(o, "\n  %zu sites, %s allocations\n  reason: %s\n", b->nsites, fmt_count(b2, sizeof b2, b->allocations),
                 b->reason);
+        fprintf(o, "  predicted for the change in the source (mr_pools behind the function); measure runs it under\n"
+                   "  the apply runtime, whose pools are its own engine behind malloc and free\n");
         fprintf(o, "  sketch:\n    p = mr_pools_alloc(pools, n, 16);  in the function, for malloc(n)\n"
                    "    mr_pools_free(pools, p, n, 16);  for free(p): the size from the caller (as lua_Alloc "
                    "gives it) or kept in front of the block\n");
