@@ -239,6 +239,16 @@ size_t mra_candidates_only(const struct mra_analysis *a, double *ns)
     return n;
 }
 
+/* The largest site id of p (ids index the plan's tables). */
+static uint32_t max_site_id(const struct mra_profile *p)
+{
+    uint32_t maxid = 0;
+    for (size_t i = 0; i < p->nsites; i++)
+        if (p->sites[i].s.id > maxid)
+            maxid = p->sites[i].s.id;
+    return maxid;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -248,10 +258,7 @@ static int cmp_u64(const void *a, const void *b)
 int mra_plan_write_behind(FILE *f, const struct mra_profile *p, const struct mra_analysis *a, size_t bi)
 {
     const struct mra_behind *b = &a->behind[bi];
-    uint32_t maxid = 0;
-    for (size_t i = 0; i < p->nsites; i++)
-        if (p->sites[i].s.id > maxid)
-            maxid = p->sites[i].s.id;
+    uint32_t maxid = max_site_id(p);
     /* the behind's sites' first frames, each once */
     bool *in = calloc((size_t)maxid + 1, sizeof *in);
     uint64_t *first = malloc((p->nsites ? p->nsites : 1) * sizeof *first);
@@ -297,10 +304,7 @@ int mra_plan_write(FILE *f, const struct mra_profile *p, const struct mra_analys
     unsigned *route_of_id = NULL;
     enum mra_rec *cand_of_id = NULL;
     enum mra_rec *kind_of_route = calloc(a->nsites + 1, sizeof *kind_of_route);
-    uint32_t maxid = 0;
-    for (size_t i = 0; i < n; i++)
-        if (p->sites[i].s.id > maxid)
-            maxid = p->sites[i].s.id;
+    uint32_t maxid = max_site_id(p);
     route_of_id = calloc((size_t)maxid + 1, sizeof *route_of_id);
     cand_of_id = calloc((size_t)maxid + 1, sizeof *cand_of_id);
     if (!ps || !idx || !route_of_id || !kind_of_route || !cand_of_id) {

@@ -174,6 +174,10 @@ static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
 {
     return mra_cnt_add(a, d, &g_multi);
 }
+static inline void cnt_max(_Atomic uint64_t *a, uint64_t v)
+{
+    mra_cnt_max(a, v, &g_multi);
+}
 
 /* ---- the other files ---- */
 

@@ -71,18 +71,11 @@ int mra_region_init(void)
     return -1;
 }
 
-static void cnt_max_atomic(_Atomic uint64_t *peak, uint64_t u)
-{
-    uint64_t pk = atomic_load_explicit(peak, memory_order_relaxed);
-    while (u > pk && !atomic_compare_exchange_weak_explicit(peak, &pk, u, memory_order_relaxed, memory_order_relaxed)) {
-    }
-}
-
 void mra_block_owned(struct rblock *b, unsigned route)
 {
     b->route = route;
     struct route *rt = &g_routes[route];
-    cnt_max_atomic(&rt->blocks_peak, atomic_fetch_add_explicit(&rt->blocks, 1, memory_order_relaxed) + 1);
+    cnt_max(&rt->blocks_peak, atomic_fetch_add_explicit(&rt->blocks, 1, memory_order_relaxed) + 1);
 }
 
 static void block_put(struct rblock *b)
@@ -142,7 +135,7 @@ struct rblock *mra_block_get(void)
     }
     pthread_mutex_unlock(&g_mu);
     if (b)
-        cnt_max_atomic(&g_blocks_peak, atomic_fetch_add_explicit(&g_blocks_used, 1, memory_order_relaxed) + 1);
+        cnt_max(&g_blocks_peak, atomic_fetch_add_explicit(&g_blocks_used, 1, memory_order_relaxed) + 1);
     return b;
 }
 

@@ -62,6 +62,20 @@ static inline uint64_t mra_cnt_add(_Atomic uint64_t *a, uint64_t d, _Atomic int 
     return atomic_fetch_add_explicit(a, d, memory_order_relaxed) + d;
 }
 
+/* *a = max(*a, v), the same way. */
+static inline void mra_cnt_max(_Atomic uint64_t *a, uint64_t v, _Atomic int *multi)
+{
+    uint64_t p = atomic_load_explicit(a, memory_order_relaxed);
+    if (__builtin_expect(v <= p, 1))
+        return;
+    if (__builtin_expect(!atomic_load_explicit(multi, memory_order_relaxed), 1)) {
+        atomic_store_explicit(a, v, memory_order_relaxed);
+        return;
+    }
+    while (v > p && !atomic_compare_exchange_weak_explicit(a, &p, v, memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
 /* The variable name copied into dst (cap bytes, cut), "" when unset;
  * *present says whether it was set. */
 static inline void mra_env_take(const char *name, char *dst, size_t cap, bool *present)

@@ -542,16 +542,7 @@ static inline uint64_t cnt_add(_Atomic uint64_t *a, uint64_t d)
 
 static inline void cnt_max(_Atomic uint64_t *a, uint64_t v)
 {
-    uint64_t p = atomic_load_explicit(a, memory_order_relaxed);
-    if (LIKELY(v <= p))
-        return;
-    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
-        atomic_store_explicit(a, v, memory_order_relaxed);
-        return;
-    }
-    while (v > p && !atomic_compare_exchange_weak_explicit(a, &p, v, memory_order_relaxed,
-                                                            memory_order_relaxed)) {
-    }
+    mra_cnt_max(a, v, &g_multi);
 }
 
 static inline void lsite_reset(struct lsite *l)
