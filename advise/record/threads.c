@@ -27,7 +27,8 @@ COLD struct tstate *mrr_thread_register(void)
     if (ts->index >= 2)
         atomic_store_explicit(&g_multi, 1, memory_order_relaxed);
     ts->t_cur = ts->t_last = now_time();
-    ts->t_left = 1;
+    ts->t_left = ts->t_period = 1;
+    ts->t_warm = TIME_EVERY;
     ts->samp_left = ts->samp_gap = SAMPLE_EVERY;
     ts->burst_epoch = 1;
     ts->samp_rng = (uint32_t)mix64(g_secret ^ ts->index) | 1u;

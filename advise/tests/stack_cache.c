@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "recorded_self.h"
 
 #define NOIPA __attribute__((noinline, noipa))
 
@@ -115,21 +116,7 @@ int main(int argc, char **argv)
         fputs("usage: stack_cache RECORDER PROFILE\n", stderr);
         return 2;
     }
-    unlink(argv[2]);
-    pid_t pid = fork();
-    if (pid < 0)
-        return 2;
-    if (pid == 0) {
-        setenv("MEMRES_ADVISE_PROFILE", argv[2], 1);
-        setenv("MEMRES_ADVISE_DEPTH", "8", 1);
-        setenv("LD_PRELOAD", argv[1], 1);
-        execl("/proc/self/exe", argv[0], "child", (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fputs("stack_cache: the recorded child failed\n", stderr);
+    if (run_recorded_self(argv[0], argv[1], argv[2], NULL) != 0)
         return 1;
-    }
     return check(argv[2]);
 }
