@@ -43,10 +43,11 @@ static inline void do_free(void *p, uintptr_t ra, uintptr_t cfa)
     __libc_free(raw);
 }
 
-static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
+/* realloc of an object (p != NULL), out of line: an interpreter's
+ * allocator (Lua's lua_Alloc) makes every object with realloc(NULL, n),
+ * which do_realloc hands to malloc's path without this frame. */
+static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
 {
-    if (p == NULL)
-        return do_malloc(n, ra, cfa);
     uint64_t w = tag_word(p);
     if (!is_ours(p, w)) {
         if (recording())
@@ -162,6 +163,13 @@ EXPORT void *calloc(size_t a, size_t b)
         return NULL;
     }
     return mrr_rec_alloc(n, 0, true, CALLER(), CALLER_CFA());
+}
+
+static inline void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
+{
+    if (p == NULL)
+        return do_malloc(n, ra, cfa);
+    return realloc_object(p, n, ra, cfa);
 }
 
 MRA_DEFINE_REALLOCS(EXPORT, do_realloc)
