@@ -129,6 +129,16 @@ struct curange {
     Dwarf_Off die;               /* the unit's DIE */
 };
 
+/* A symbol of a module's table, for the look-up by address: libdwfl's
+ * own (dwfl_module_addrinfo) scans the whole table at each address, which
+ * on a C++ program's libraries (libLLVM: 5,000 sites' frames) took
+ * seconds. */
+struct msym {
+    Dwarf_Addr lo, hi;           /* [lo, hi): the symbol's bytes (hi == lo: sizeless) */
+    const char *name;            /* libelf's: valid while the module is open */
+    int rank;                    /* at one address, the lowest wins: global, weak, local */
+};
+
 struct mod {
     uint64_t bias, lo, hi;
     size_t order;                /* in the profile: later records win overlaps */
@@ -139,7 +149,86 @@ struct mod {
     struct curange *cur;         /* sorted by lo; NULL: not built yet */
     size_t ncur;
     bool cur_built;
+    struct msym *syms;           /* sorted by lo, then rank */
+    size_t nsyms;
+    bool syms_built;
 };
+
+static int cmp_msym(const void *a, const void *b)
+{
+    const struct msym *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->hi > y->hi ? -1 : x->hi < y->hi; /* the longer (a sized one) first */
+}
+
+/* The module's code and data symbols (not sections, files or TLS), by
+ * address; one per address (the global, else the weak, else the local;
+ * a sized one before a sizeless one). */
+static void build_syms(struct mod *m)
+{
+    m->syms_built = true;
+    int n = dwfl_module_getsymtab(m->dm);
+    if (n <= 1)
+        return;
+    m->syms = malloc((size_t)n * sizeof *m->syms);
+    if (!m->syms)
+        return;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        const char *name = dwfl_module_getsym_info(m->dm, i, &sym, &addr, &shndx, NULL, NULL);
+        int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+        if (!name || !*name || shndx == SHN_UNDEF || addr == 0 || type == STT_SECTION || type == STT_FILE ||
+            type == STT_TLS)
+            continue;
+        m->syms[m->nsyms++] = (struct msym){ addr, addr + sym.st_size, name,
+                                             bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2 };
+    }
+    qsort(m->syms, m->nsyms, sizeof *m->syms, cmp_msym);
+    size_t k = 0;
+    for (size_t i = 0; i < m->nsyms; i++)
+        if (k == 0 || m->syms[i].lo != m->syms[k - 1].lo)
+            m->syms[k++] = m->syms[i];
+    m->nsyms = k;
+}
+
+/* The symbol at addr and addr's offset in it, as dwfl_module_addrinfo
+ * gives them: the nearest symbol below that holds addr, else the nearest
+ * sizeless one below; NULL if none. */
+static const char *sym_at(struct mod *m, Dwarf_Addr addr, GElf_Off *off)
+{
+    if (!m->syms_built)
+        build_syms(m);
+    size_t lo = 0, hi = m->nsyms;
+    while (lo < hi) { /* the first symbol above addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->syms[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const struct msym *sizeless = NULL;
+    /* a symbol below may hold addr past the nearest one (a function's
+     * local labels, nested data): a few back */
+    for (size_t i = lo, k = 0; i-- > 0 && k < 64; k++) {
+        const struct msym *y = &m->syms[i];
+        if (y->hi > addr) {
+            *off = addr - y->lo;
+            return y->name;
+        }
+        if (y->hi == y->lo && !sizeless)
+            sizeless = y;
+    }
+    if (sizeless) {
+        *off = addr - sizeless->lo;
+        return sizeless->name;
+    }
+    return NULL;
+}
 
 static int cmp_curange(const void *a, const void *b)
 {
@@ -427,8 +516,18 @@ static void resolve(struct mra_symbols *s, struct entry *e)
 
     /* the symbol table */
     GElf_Off off = 0;
-    GElf_Sym sym;
-    const char *symname = dwfl_module_addrinfo(m->dm, addr, &off, &sym, NULL, NULL, NULL);
+    const char *symname = sym_at(m, addr, &off);
+#ifdef MRA_SYMBOLS_CHECK
+    {
+        GElf_Off o2 = 0;
+        GElf_Sym s2;
+        const char *n2 = dwfl_module_addrinfo(m->dm, addr, &o2, &s2, NULL, NULL, NULL);
+        if ((n2 == NULL) != (symname == NULL) || (n2 && (strcmp(n2, symname) != 0 || o2 != off)))
+            fprintf(stderr, "symbols check: %s+%#llx: libdwfl %s+%#llx, the table %s+%#llx\n", m->path,
+                    (unsigned long long)(addr - m->bias), n2 ? n2 : "-", (unsigned long long)o2,
+                    symname ? symname : "-", (unsigned long long)off);
+    }
+#endif
     Dwarf_Addr mbias = 0;
 
     /* the inline chain */
@@ -643,8 +742,10 @@ void mra_symbols_free(struct mra_symbols *s)
     for (size_t i = 0; i < s->nmods; i++)
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
-    for (size_t i = 0; i < s->nmods; i++)
+    for (size_t i = 0; i < s->nmods; i++) {
         free(s->mods[i].cur);
+        free(s->mods[i].syms);
+    }
     free(s->mods);
     free(s->maxhi);
     free(s->tab);
