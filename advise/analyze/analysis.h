@@ -455,11 +455,17 @@ struct mra_planned {
 
 struct mra_measure_options {
     unsigned rounds;             /* 1..MRA_MEASURE_ROUNDS_MAX */
+    unsigned rounds_max;         /* more rounds while the plan's verdict is open, up to this
+                                    (0: 3x rounds, at most MRA_MEASURE_ROUNDS_MAX) */
     bool per_site;               /* also each planned site alone */
     bool alternatives;           /* also each planned site alone on its alternative */
     bool other_mallocs;          /* also mimalloc and jemalloc, where installed */
 };
 
+/* The rounds measure's range of n paired ratios leaves out at each end
+ * (its verdicts ask the plan to save in the range): as sure to hold the
+ * median as five rounds' lowest-to-highest. */
+unsigned mra_range_trim(unsigned n);
 /* Runs argv in rounds on glibc, under plan and on the other mallocs, and
  * writes the table to f.  0, or -1 with a message. */
 int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, const struct mra_measure_options *o,

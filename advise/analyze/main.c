@@ -50,7 +50,8 @@ static void usage(FILE *f)
             "usage: memres-advise [-o REPORT] [--json FILE] [--svg FILE] [--html FILE] [--trace FILE]\n"
             "                     [--depth N] [--top N] [--min-share PERCENT] [--wrapper NAME]...\n"
             "                     [--plan FILE] [--plan-candidates]\n"
-            "                     [--measure [--rounds N] [--per-site] [--alternatives] [--no-other-mallocs]]\n"
+            "                     [--measure [--rounds N] [--rounds-max N] [--per-site] [--alternatives]\n"
+            "                                [--no-other-mallocs]]\n"
             "                     -- PROGRAM [ARGS...]\n"
             "       memres-advise measure [options as above] -- PROGRAM [ARGS...]\n"
             "       memres-advise apply PLAN [--stats FILE] -- PROGRAM [ARGS...]\n"
@@ -82,7 +83,9 @@ static void usage(FILE *f)
             "                   (--per-site: also each planned site alone; --alternatives: and each\n"
             "                   on another allocator, to see which saves most); where nothing passes\n"
             "                   the 2%% rule it measures the rules' candidates instead; it ends with\n"
-            "                   the verdict of the rounds; PROGRAM's input must be a file or the terminal\n"
+            "                   the verdict of the rounds; PROGRAM's input must be a file or the terminal;\n"
+            "                   where the plan's verdict is still open after --rounds, more rounds up\n"
+            "                   to --rounds-max (default 3x --rounds)\n"
             "  --save-profile FILE     keep the recorder's profile (format.h) in FILE\n"
             "  --analyze-profile FILE  run nothing: analyse a profile saved before (for tests)\n"
             "  --help, --version\n"
@@ -507,7 +510,7 @@ int main(int argc, char **argv)
         static const char *const withval[] = { "-o", "--json", "--svg", "--trace", "--depth", "--top", "--wrapper",
                                                "--output",
                                                "--save-profile", "--analyze-profile", "--min-share", "--plan",
-                                               "--rounds", "--html" };
+                                               "--rounds", "--html", "--rounds-max" };
         const char *val = NULL;
         size_t which = SIZE_MAX;
         for (size_t k = 0; k < sizeof withval / sizeof *withval; k++) {
@@ -550,6 +553,10 @@ int main(int argc, char **argv)
                 return bad_usage("--rounds wants 1..101, not", val);
             break;
         case 13: html = val; break;
+        case 14:
+            if (parse_uint(val, 1, MRA_MEASURE_ROUNDS_MAX, &mo.rounds_max) != 0)
+                return bad_usage("--rounds-max wants 1..101, not", val);
+            break;
         case 6:
             if (!*val)
                 return bad_usage("--wrapper wants a name", NULL);

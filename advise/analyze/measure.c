@@ -73,6 +73,38 @@ static double median(const double *v, unsigned n, double *lo, double *hi)
     return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
+/* The rounds a median's range leaves out at each end: the most whose
+ * two-sided chance of holding the median stays at least that of n = 5
+ * rounds' lowest-to-highest (15/16): 0 up to 8 rounds, 1 from 9, 2 from
+ * 12, 3 from 15.  A verdict "in the rounds' range" is then as sure with
+ * eleven rounds as with five, where "in every round" would ask more of
+ * each added round. */
+unsigned mra_range_trim(unsigned n)
+{
+    unsigned d = 0;
+    /* P(X <= d) for X ~ Binomial(n, 1/2), in units of 2^-n */
+    double c = 1, cum = 1, all = ldexp(1, (int)n);
+    while (d + 1 < n / 2) {
+        c = c * (double)(n - d) / (double)(d + 1);
+        if (2 * (cum + c) / all > 1.0 / 16)
+            break;
+        cum += c;
+        d++;
+    }
+    return d;
+}
+
+/* The highest ratio of v's range as mra_range_trim leaves it. */
+static double range_hi(const double *v, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    double t[MRA_MEASURE_ROUNDS_MAX];
+    memcpy(t, v, n * sizeof *t);
+    qsort(t, n, sizeof *t, cmp_double);
+    return t[n - 1 - mra_range_trim(n)];
+}
+
 /* FNV-1a of a file's bytes; -1 when it cannot be read. */
 static int hash_file(const char *path, uint64_t *h)
 {
@@ -225,18 +257,32 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
  * saving (ratio, lowest-highest lo..hi, the apply runtime's identification
  * included) and the allocators' saving (alloc, what a change in the
  * source would save), both as shares of glibc's run. */
-static void plan_verdict(FILE *f, const struct mra_planned *pl, double ratio, double lo, double hi, double alloc,
+/* Whether more rounds could settle the plan's verdict: it saves the rule's
+ * share in the median, but not in the rounds' range. */
+static bool plan_open(const struct mra_planned *pl, const struct variant *plan)
+{
+    double share = pl->min_share > 0 ? pl->min_share : 0.02;
+    return plan->runs > 0 && 1 - median(plan->ratio, plan->runs, NULL, NULL) >= share &&
+           range_hi(plan->ratio, plan->runs) >= 1;
+}
+
+static void plan_verdict(FILE *f, const struct mra_planned *pl, const struct variant *plan, double alloc,
                          double kept)
 {
+    double lo, hi, ratio = median(plan->ratio, plan->runs, &lo, &hi);
     double share = pl->min_share > 0 ? pl->min_share : 0.02, saved = 1 - ratio;
+    unsigned trim = mra_range_trim(plan->runs);
+    char every[96] = "every round";
+    if (trim)
+        snprintf(every, sizeof every, "every round\n  but its %u highest of %u (the rounds' range)", trim, plan->runs);
     if (pl->candidates_instead)
         fprintf(f, "  nothing passed the %g%% rule by the prediction, so the plan measured is the sites the rules\n"
                    "  name an allocator for that would save most (at most %u, each at least %g%% of the run)\n",
                 100 * share, MRA_PLANNED_MAX, 100 * share / 20);
-    if (saved >= share && hi < 1)
-        fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run, above the %g%% rule, and saved in every round:\n"
+    if (saved >= share && range_hi(plan->ratio, plan->runs) < 1)
+        fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run, above the %g%% rule, and saved in %s:\n"
                    "  apply it%s\n",
-                100 * saved, 100 * share,
+                100 * saved, 100 * share, every,
                 pl->predicted_ns < share * pl->program_ns ? " (the prediction, under the rule, saw less than this run gains)"
                                                           : "");
     else if (saved >= share)
@@ -362,8 +408,15 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     mra_cpus_get(&cpus);
     if (pl->threads > 1)
         cpus.n = 0;
-    for (unsigned r = 0; r < rounds && rc == 0; r++) {
-        mra_progress("measure", r, rounds);
+    unsigned rounds_max = o->rounds_max ? o->rounds_max : 3 * rounds;
+    if (rounds_max > MRA_MEASURE_ROUNDS_MAX)
+        rounds_max = MRA_MEASURE_ROUNDS_MAX;
+    for (unsigned r = 0; rc == 0; r++) {
+        /* past --rounds, more while the plan's verdict is open: saved in
+         * the median, not in the rounds' range */
+        if (r >= rounds && (r >= rounds_max || !plan_open(pl, &vs[1])))
+            break;
+        mra_progress("measure", r, r < rounds ? rounds : rounds_max);
         mra_cpus_pin(&cpus, (int)r);
         /* the machine's speed in this round, on this round's CPU */
         double probe = pl->probe_ref_ns > 0 ? mra_costs_probe() : 0;
@@ -411,10 +464,14 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
     mra_progress_end();
     if (rc == 0) {
         double g = median(vs[0].cpu, vs[0].runs, NULL, NULL);
-        fprintf(f, "\nmeasured: %u rounds, each variant once a round in alternating order%s; CPU time (user +\n"
+        char more[128] = "";
+        if (vs[0].runs > rounds)
+            snprintf(more, sizeof more, " (%u, then %u more while the plan's verdict was open)", rounds,
+                     vs[0].runs - rounds);
+        fprintf(f, "\nmeasured: %u rounds%s, each variant once a round in alternating order%s; CPU time (user +\n"
                    "system), peak RSS and page faults of the program; ratios are to glibc's run of the same round\n"
                    "(median, lowest-highest)\n\n",
-                rounds, cpus.n ? ", a round's runs on one CPU (the next round on the next)" : "");
+                vs[0].runs, more, cpus.n ? ", a round's runs on one CPU (the next round on the next)" : "");
         fprintf(f, "  %-22s %10s  %-22s %12s %10s  %s  %s\n", "variant", "CPU ms", "ratio to glibc", "saving ms",
                 "peak RSS", "RSS ratio", "page faults");
         for (unsigned i = 0; i < nv; i++) {
@@ -434,7 +491,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         uint64_t routed;
         unsigned walk;
         read_stats(vs[1].stats, &walk, &ident, &walked, &held, &routed);
-        double plo, phi, ratio = median(vs[1].ratio, vs[1].runs, &plo, &phi);
+        double ratio = median(vs[1].ratio, vs[1].runs, NULL, NULL);
         fprintf(f, "\n  the plan: %zu site%s, predicted %.1f ms, measured %.1f ms (%.1f%% of glibc's run)\n", pl->total,
                 pl->total == 1 ? "" : "s", pl->predicted_ns / 1e6, (1 - ratio) * g / 1e6, 100 * (1 - ratio));
         /* the prediction is in ns of the calibration's machine: at the
@@ -483,7 +540,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
             fprintf(f, ", %.1f ms at the rounds' speed (%.2fx)", sp * pl->predicted_ns / 1e6,
                     a > 0 ? sp * pl->predicted_ns / (a * g) : 0);
         fputc('\n', f);
-        plan_verdict(f, pl, ratio, plo, phi, a, median(vs[kept].ratio, vs[kept].runs, NULL, NULL));
+        plan_verdict(f, pl, &vs[1], a, median(vs[kept].ratio, vs[kept].runs, NULL, NULL));
         if (over) {
             /* mimalloc's run less the plan's over it, per round */
             for (unsigned r = 0; r < vs[over].runs; r++)
@@ -514,9 +571,10 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
                     "  %.2fx glibc's; routed %llu allocations by their first frame; %s\n",
                     pb->function, pb->predicted_ns / 1e6, (1 - r2) * g / 1e6, r2, lo, hi,
                     median(vs[i].rss_ratio, vs[i].runs, NULL, NULL), (unsigned long long)routed,
-                    1 - r2 >= share && hi < 1 ? "saved in every round: put the pools behind it"
-                    : 1 - r2 >= share         ? "saved in the median, not in every round: more --rounds tell"
-                                              : "under the rule as measured");
+                    1 - r2 >= share && range_hi(vs[i].ratio, vs[i].runs) < 1
+                        ? "saved in the rounds' range: put the pools behind it"
+                    : 1 - r2 >= share ? "saved in the median, not in the rounds' range: more --rounds tell"
+                                      : "under the rule as measured");
         }
         if (first_site < nv) {
             fprintf(f, "\n  per site (its plan alone):\n");

@@ -883,6 +883,29 @@ static double timed_saving(uint64_t glibc_ns, uint64_t slow_ns, uint64_t samples
     return timed_saving_held(glibc_ns, slow_ns, samples, reused, 0);
 }
 
+/* measure's range of the rounds' ratios: lowest to highest up to eight
+ * rounds (five rounds' range holds the median with chance 15/16); from
+ * nine rounds the extremes are left out, as many as keep that chance:
+ * one round in 9 and in 11, two in 12, three in 15, and never so many
+ * that the range stops holding the median itself. */
+static void test_range_trim(void **state)
+{
+    (void)state;
+    for (unsigned n = 0; n <= 8; n++)
+        assert_int_equal(mra_range_trim(n), 0);
+    assert_int_equal(mra_range_trim(9), 1);
+    assert_int_equal(mra_range_trim(11), 1);
+    assert_int_equal(mra_range_trim(12), 2);
+    assert_int_equal(mra_range_trim(15), 3);
+    for (unsigned n = 1; n <= MRA_MEASURE_ROUNDS_MAX; n++) {
+        unsigned d = mra_range_trim(n);
+        assert_true(2 * d < n);
+        assert_true(d == 0 || mra_range_trim(n - 1) <= d);
+    }
+    /* at the most rounds: about 40 of 101 left out at each end */
+    assert_in_range(mra_range_trim(MRA_MEASURE_ROUNDS_MAX), 38, 43);
+}
+
 static void test_glibc_timed(void **state)
 {
     (void)state;
@@ -1676,6 +1699,7 @@ int main(void)
         cmocka_unit_test(test_rule_pools_thread_safe),
         cmocka_unit_test(test_rule_none),
         cmocka_unit_test(test_two_percent),
+        cmocka_unit_test(test_range_trim),
         cmocka_unit_test(test_glibc_timed),
         cmocka_unit_test(test_run_time_floor),
         cmocka_unit_test(test_behind_function),
