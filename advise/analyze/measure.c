@@ -253,10 +253,6 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
     fprintf(f, "  the advice held at %u of %u site%s\n", held, judged, judged == 1 ? "" : "s");
 }
 
-/* What the rounds say of the plan against the 2% rule: its own run's
- * saving (ratio, lowest-highest lo..hi, the apply runtime's identification
- * included) and the allocators' saving (alloc, what a change in the
- * source would save), both as shares of glibc's run. */
 /* Whether more rounds could settle the plan's verdict: it saves the rule's
  * share in the median, but not in the rounds' range. */
 static bool plan_open(const struct mra_planned *pl, const struct variant *plan)
@@ -265,6 +261,11 @@ static bool plan_open(const struct mra_planned *pl, const struct variant *plan)
     return plan->runs > 0 && 1 - median(plan->ratio, plan->runs, NULL, NULL) >= share &&
            range_hi(plan->ratio, plan->runs) >= 1;
 }
+
+/* What the rounds say of the plan against the 2% rule: its own run's
+ * saving (the plan's rounds, the apply runtime's identification included)
+ * and the allocators' saving (alloc, what a change in the source would
+ * save), both as shares of glibc's run. */
 
 static void plan_verdict(FILE *f, const struct mra_planned *pl, const struct variant *plan, double alloc,
                          double kept)
@@ -287,8 +288,8 @@ static void plan_verdict(FILE *f, const struct mra_planned *pl, const struct var
                                                           : "");
     else if (saved >= share)
         fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run in the median, above the %g%% rule, but not in\n"
-                   "  every round (%.3f-%.3f): more --rounds tell\n",
-                100 * saved, 100 * share, lo, hi);
+                   "  %s (%.3f-%.3f): more --rounds tell\n",
+                100 * saved, 100 * share, trim ? "the rounds' range" : "every round", lo, hi);
     else if (alloc >= share)
         fprintf(f, "  verdict: the plan's run saves %.1f%%, under the %g%% rule with the runtime's identification;\n"
                    "  the allocators' saving, what a change in the source would save, is %.1f%%, above it\n",
