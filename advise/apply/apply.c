@@ -246,8 +246,10 @@ static __attribute__((noinline)) unsigned walk_route(struct tstate *ts, struct k
     /* two ways: two stacks that reach the allocation from one return
      * address at one depth (a request's temporaries and its response) */
     uint32_t ep = atomic_load_explicit(&mra_fc_epoch, memory_order_relaxed);
-    if (UNLIKELY(ep != ts->fast_epoch)) { /* a frame size turned out to vary */
+    if (UNLIKELY(ep != ts->fast_epoch)) { /* a frame size turned out to vary, or a late module's
+                                             stacks were placed (the memos may hold glibc for them) */
         memset(ts->fast, 0, sizeof ts->fast);
+        memset(ts->memo, 0, sizeof ts->memo);
         ts->fast_epoch = ep;
     }
     unsigned known = fast_route(ts, e1, ra, cfa);
@@ -319,6 +321,22 @@ static __attribute__((noinline)) void *routed_malloc(size_t n, struct kv *e1, ui
     return route_alloc(ts, route, n);
 }
 
+/* A call that no placed stack begins with, while some of the plan's stacks
+ * wait for a module not loaded yet: one such call in LATE_EVERY of a
+ * thread looks whether it is loaded now (a plugin's stacks are routed
+ * from about that many calls after its dlopen). */
+#define LATE_EVERY 1024u
+static TLS uint32_t tls_late_calls;
+
+static __attribute__((noinline, cold)) void late_tick(void)
+{
+    if (++tls_late_calls % LATE_EVERY != 0)
+        return;
+    tls_guard++;
+    mra_apply_plan_late();
+    tls_guard--;
+}
+
 /* Every call pays the look-up of its first frame; only the calls from a
  * planned stack's first frame go further: a route the first frame tells,
  * or the memo's probe of a stack seen before, inline; the rest out of
@@ -349,6 +367,8 @@ static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero
                     memset(p, 0, n);
                 return p;
             }
+        } else if (UNLIKELY(atomic_load_explicit(&g_late, memory_order_relaxed))) {
+            late_tick();
         }
     }
     return zero ? next_calloc(1, n) : next_malloc(n);

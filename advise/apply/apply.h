@@ -342,8 +342,15 @@ static inline void mra_range_free(void *p)
 bool mra_slab_make(struct route *rt);
 void mra_slab_thread_exit(struct tstate *ts);
 
-/* plan_load.c: the plan read and placed, into two read-only tables */
+/* plan_load.c: the plan read and placed, into two tables that calls read
+ * without a lock (keys stored last, with release) */
 int mra_apply_plan_load(const char *path);
+/* Whether some of the plan's stacks wait for their modules (a plugin not
+ * loaded yet); mra_apply_plan_late places those of the modules loaded
+ * since it last looked (a look without a new module: a lock and one
+ * callback of dl_iterate_phdr). */
+extern _Atomic bool g_late;
+void mra_apply_plan_late(void);
 struct kv {
     uint64_t key;                /* 0: empty */
     uint32_t route;
@@ -365,9 +372,10 @@ static inline struct kv *mra_apply_first_frame(uint64_t f)
     for (size_t i = (size_t)((f * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & g_first_mask;;
          i = (i + 1) & g_first_mask) {
         struct kv *e = &g_first[i];
-        if (e->key == f)
+        uint64_t k = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE); /* a plain load on x86-64 */
+        if (k == f)
             return e;
-        if (e->key == 0)
+        if (k == 0)
             return NULL;
     }
 }
@@ -378,9 +386,10 @@ static inline unsigned mra_apply_route_of(const uint64_t *fr, unsigned n)
     uint64_t h = mra_frames_hash(fr, n) | 1u;
     for (size_t i = (size_t)h & g_stacks_mask;; i = (i + 1) & g_stacks_mask) {
         const struct kv *e = &g_stacks[i];
-        if (e->key == h)
+        uint64_t k = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+        if (k == h)
             return e->route;
-        if (e->key == 0)
+        if (k == 0)
             return 0;
     }
 }
@@ -403,9 +412,10 @@ static inline bool mra_apply_prefix_planned(const uint64_t *fr, unsigned k)
 {
     uint64_t key = mra_apply_prefix_key(fr, k);
     for (size_t i = (size_t)key & g_prefix_mask;; i = (i + 1) & g_prefix_mask) {
-        if (g_prefix[i] == key)
+        uint64_t v = __atomic_load_n(&g_prefix[i], __ATOMIC_RELAXED);
+        if (v == key)
             return true;
-        if (g_prefix[i] == 0)
+        if (v == 0)
             return false;
     }
 }

@@ -3,10 +3,12 @@
  * analyze/plan.c), its frames placed at this run's load addresses, and the
  * two read-only tables the allocation path asks: the planned stacks' first
  * frames (a set), and the hash of each planned stack's frames -> its
- * route.  A module the plan names that is not loaded at start-up (a later
- * dlopen) keeps its stacks on glibc. */
+ * route.  A module the plan names that is not loaded at start-up (a plugin
+ * the program dlopens later) has its stacks placed when it is found loaded
+ * (mra_apply_plan_late): until then they are glibc's. */
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +35,8 @@ static void first_add(uint64_t f, unsigned route)
     size_t i = (size_t)((f * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & g_first_mask;
     while (g_first[i].key != 0 && g_first[i].key != f)
         i = (i + 1) & g_first_mask;
-    g_first[i].key = f;
     g_first[i].route = g_walk <= 1 ? route : FIRST_WALK;
+    __atomic_store_n(&g_first[i].key, f, __ATOMIC_RELEASE); /* after its route */
 }
 
 /* Enters fr's prefixes of 2, 4, 8 ... frames, up to all n (a stack that
@@ -47,7 +49,7 @@ static void prefixes_add(const uint64_t *fr, unsigned n)
         size_t i = (size_t)key & g_prefix_mask;
         while (g_prefix[i] != 0 && g_prefix[i] != key)
             i = (i + 1) & g_prefix_mask;
-        g_prefix[i] = key;
+        __atomic_store_n(&g_prefix[i], key, __ATOMIC_RELEASE);
     }
 }
 
@@ -57,8 +59,8 @@ static void stack_add(const uint64_t *fr, unsigned n, unsigned route)
     size_t i = (size_t)h & g_stacks_mask;
     while (g_stacks[i].key != 0 && g_stacks[i].key != h)
         i = (i + 1) & g_stacks_mask;
-    g_stacks[i].key = h;
     g_stacks[i].route = route;
+    __atomic_store_n(&g_stacks[i].key, h, __ATOMIC_RELEASE); /* after its route */
 }
 
 /* ---- modules: the plan's paths at this run's load biases ---- */
@@ -72,6 +74,13 @@ struct pmod {
 static struct pmod g_mods[MAX_MODULES];
 static unsigned g_nmods;
 static char g_exe[4096];
+/* the modules the plan names that were not loaded when last looked for,
+ * and the stack lines that wait for them (in the plan's text, kept) */
+_Atomic bool g_late;
+static const char **g_late_lines;
+static size_t g_nlate;
+static unsigned long long g_loads_seen; /* dl_phdr_info's dlpi_adds at the last look */
+static pthread_mutex_t g_late_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *base_of(const char *p)
 {
@@ -79,10 +88,20 @@ static const char *base_of(const char *p)
     return s ? s + 1 : p;
 }
 
+/* arg: the modules loaded so far (dlpi_adds) when last looked, and now */
+struct loads {
+    unsigned long long seen, now;
+};
+
 static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    (void)size;
-    (void)arg;
+    struct loads *ld = arg;
+    /* no module loaded since the last look: nothing to place */
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs)) {
+        if (info->dlpi_adds == ld->seen)
+            return 1;
+        ld->now = info->dlpi_adds;
+    }
     const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : g_exe;
     for (unsigned i = 0; i < g_nmods; i++) {
         if (g_mods[i].loaded)
@@ -178,6 +197,35 @@ static enum route_kind kind_of(const char *k, struct route *rt)
     return 0;
 }
 
+/* Places the plan's line if it is a stack whose modules are all loaded:
+ * PLACE_DONE; PLACE_LATE: a stack with a module not loaded (yet);
+ * PLACE_NONE: any other line. */
+enum place { PLACE_NONE, PLACE_DONE, PLACE_LATE };
+static enum place stack_place(const char *line)
+{
+    if (strncmp(line, "stack ", 6) != 0)
+        return PLACE_NONE;
+    char *end;
+    unsigned long r = strtoul(line + 6, &end, 10);
+    unsigned long n = strtoul(end, &end, 10);
+    if (r == 0 || r > g_nroutes || n == 0 || n > MRA_MAX_DEPTH || g_routes[r].kind == 0)
+        return PLACE_NONE;
+    uint64_t fr[MRA_MAX_DEPTH];
+    for (unsigned long j = 0; j < n; j++) {
+        unsigned long m = strtoul(end, &end, 10);
+        if (*end != ':' || m >= g_nmods)
+            return PLACE_NONE;
+        if (!g_mods[m].loaded)
+            return PLACE_LATE;
+        fr[j] = strtoull(end + 1, &end, 16) + g_mods[m].bias;
+    }
+    first_add(fr[0], (unsigned)r);
+    stack_add(fr, (unsigned)n, (unsigned)r);
+    if (g_prefix)
+        prefixes_add(fr, (unsigned)n);
+    return PLACE_DONE;
+}
+
 /* Reads and places the plan: 0, or -1 with a line on stderr. */
 int mra_apply_plan_load(const char *path)
 {
@@ -232,7 +280,9 @@ int mra_apply_plan_load(const char *path)
         __libc_free(text);
         return -1;
     }
-    dl_iterate_phdr(phdr_cb, NULL);
+    struct loads ld = { ~0ull, 0 };
+    dl_iterate_phdr(phdr_cb, &ld);
+    g_loads_seen = ld.now;
     g_first_mask = pow2_above(nstacks + 1) - 1;
     g_stacks_mask = g_first_mask;
     /* up to log2(walk) prefixes a stack */
@@ -244,31 +294,51 @@ int mra_apply_plan_load(const char *path)
         fprintf(stderr, "memres-advise apply: out of memory reading the plan\n");
         return -1;
     }
-    /* pass 2: the stacks, placed */
-    for (const char *cur = text; next_line(&cur, line, sizeof line);) {
-        if (strncmp(line, "stack ", 6) != 0)
-            continue;
-        char *end;
-        unsigned long r = strtoul(line + 6, &end, 10);
-        unsigned long n = strtoul(end, &end, 10);
-        if (r == 0 || r > g_nroutes || n == 0 || n > MRA_MAX_DEPTH || g_routes[r].kind == 0)
-            continue;
-        uint64_t fr[MRA_MAX_DEPTH];
-        bool ok = true;
-        for (unsigned long j = 0; j < n && ok; j++) {
-            unsigned long m = strtoul(end, &end, 10);
-            if (*end != ':' || m >= g_nmods || !g_mods[m].loaded)
-                ok = false;
-            else
-                fr[j] = strtoull(end + 1, &end, 16) + g_mods[m].bias;
-        }
-        if (!ok)
-            continue;
-        first_add(fr[0], (unsigned)r);
-        stack_add(fr, (unsigned)n, (unsigned)r);
-        if (g_prefix)
-            prefixes_add(fr, (unsigned)n);
+    /* pass 2: the stacks, placed, or kept for their modules' load */
+    g_late_lines = __libc_malloc((nstacks + 1) * sizeof *g_late_lines);
+    if (!g_late_lines) {
+        fprintf(stderr, "memres-advise apply: out of memory reading the plan\n");
+        return -1;
     }
-    __libc_free(text);
+    for (const char *cur = text; *cur;) {
+        const char *at = cur;
+        if (!next_line(&cur, line, sizeof line))
+            break;
+        if (stack_place(line) == PLACE_LATE)
+            g_late_lines[g_nlate++] = at;
+    }
+    if (g_nlate == 0) {
+        __libc_free(g_late_lines);
+        g_late_lines = NULL;
+        __libc_free(text);
+    } /* else kept: the late lines point into it */
+    atomic_store_explicit(&g_late, g_nlate != 0, memory_order_release);
     return 0;
+}
+
+void mra_apply_plan_late(void)
+{
+    if (pthread_mutex_trylock(&g_late_mu) != 0)
+        return; /* another thread looks */
+    struct loads ld = { g_loads_seen, g_loads_seen };
+    dl_iterate_phdr(phdr_cb, &ld);
+    if (ld.now != g_loads_seen) {
+        g_loads_seen = ld.now;
+        size_t kept = 0;
+        bool placed = false;
+        char line[8192];
+        for (size_t i = 0; i < g_nlate; i++) {
+            const char *cur = g_late_lines[i];
+            next_line(&cur, line, sizeof line);
+            enum place pl = stack_place(line);
+            if (pl == PLACE_LATE)
+                g_late_lines[kept++] = g_late_lines[i];
+            placed |= pl == PLACE_DONE;
+        }
+        g_nlate = kept;
+        if (placed) /* the threads' memos of stacks walked before may hold glibc for them */
+            atomic_fetch_add_explicit(&mra_fc_epoch, 1, memory_order_release);
+        atomic_store_explicit(&g_late, g_nlate != 0, memory_order_release);
+    }
+    pthread_mutex_unlock(&g_late_mu);
 }

@@ -3,7 +3,7 @@
 # advise/tests/apply.sh -- `memres-advise apply` keeps a program's output:
 #
 #   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... [--max-held BYTES] [--kat-counts]
-#            [--under LIB] -- PROGRAM [ARGS...]
+#            [--routed-min KIND N] [--under LIB] -- PROGRAM [ARGS...]
 #
 # records PROGRAM and writes the plan of every site the rules name an
 # allocator for (--plan-candidates, --min-share 0: each kind of route gets
@@ -15,7 +15,8 @@
 # site's region keeps every block live), and (--kat-counts) the routes served
 # exactly the allocations the known-answer program counts at its sites
 # ("KAT-COUNT NAME n" on its stderr, one route a site: a call identified as
-# another site's shows as a count off by it).  --under LIB: the native and
+# another site's shows as a count off by it), and (--routed-min) the routes of
+# KIND served N allocations or more.  --under LIB: the native and
 # the applied runs with the malloc LIB preloaded (after the runtime: every
 # call the plan does not route, and every pointer it did not hand out, goes
 # to LIB).  Exit 77 (skipped) when PROGRAM or LIB is not installed.
@@ -26,6 +27,7 @@ stdin=/dev/null
 expect=()
 max_held=
 kat_counts=
+routed_kind= routed_min=
 under=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --expect) expect+=("$2"); shift 2 ;;
     --max-held) max_held=$2; shift 2 ;;
     --kat-counts) kat_counts=1; shift ;;
+    --routed-min) routed_kind=$2; routed_min=$3; shift 3 ;;
     --under) under=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "apply.sh: unknown option $1" >&2; exit 2 ;;
@@ -73,6 +76,10 @@ for k in "${expect[@]}"; do
   n=$(awk -v k="$k" '$1 == "route" && $3 == k { n += $5 } END { print n + 0 }' "$work/stats")
   [ "$n" -gt 0 ] || fail "no $k route served an allocation ($work/plan, $work/stats)"
 done
+if [ -n "$routed_kind" ]; then
+  n=$(awk -v k="$routed_kind" '$1 == "route" && $3 == k { n += $5 } END { print n + 0 }' "$work/stats")
+  [ "$n" -ge "$routed_min" ] || fail "the $routed_kind routes served $n allocations, fewer than $routed_min ($work/plan, $work/stats)"
+fi
 held=$(awk '$1 == "held_peak" { print $2 }' "$work/stats")
 if [ -n "$max_held" ] && [ "${held:-0}" -gt "$max_held" ]; then
   fail "the routes held $held bytes at their peak, more than $max_held ($work/plan, $work/stats)"
