@@ -23,7 +23,8 @@
 # median of ROUNDS paired rounds, lowest-highest), and measure's verdict
 # (apply: the plan saved 2% of glibc's run or more in every round, from 9
 # rounds in the rounds' range -- measure runs up to 3x ROUNDS where the
-# verdict is open; source: only the allocators' saving did; rounds: in the
+# verdict is open; source: only the allocators' saving did, in the rounds'
+# range; rounds: in the
 # median, not in the range; none).  Real programs that are not installed are skipped: lua5.4,
 # sqlite3, xmllint (libxml2-utils), jq, git, perl, python3.11 and cppcheck,
 # on inputs the script makes in a private folder (git: this project's own
