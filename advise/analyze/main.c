@@ -358,6 +358,8 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
     int rc = mra_analyze(&p, sym, &c, o, &a);
     mra_progress_end();
     if (rc == 0) {
+        if (progname != r->profile) /* a run's, not a saved profile's */
+            a.command = progname;
         if (report) {
             FILE *f = open_out(report);
             if (f) {

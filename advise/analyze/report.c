@@ -200,7 +200,15 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
 {
     char b1[64], b2[64], b3[64], b4[64], b5[64], b6[64];
     const struct mra_profile_header *h = &a->h;
-    fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
+    /* the command's name where the file run is another's (dot, a link to
+     * libgvc6-config-update) */
+    const char *cb = a->command ? strrchr(a->command, '/') : NULL, *pb = strrchr(h->program, '/');
+    cb = cb ? cb + 1 : a->command;
+    pb = pb ? pb + 1 : h->program;
+    if (cb && *cb && strcmp(cb, pb) != 0)
+        fprintf(o, "== memres-advise: %s (%s, pid %llu) ==\n", a->command, h->program, (unsigned long long)h->pid);
+    else
+        fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
     if (h->cpu_ns && a->program_floor_ns > 0 && a->program_ns <= a->program_floor_ns &&
         (double)h->cpu_ns - (double)h->recorder_ns < a->program_ns)
         fprintf(o,
