@@ -120,6 +120,8 @@ struct region {
     char *bump, *end;
     char *last;                  /* the newest object in cur, or NULL */
     struct rblock *cur;
+    bool fresh;                  /* cur's bytes from bump on are zero (its pages new or given
+                                    back, and bump never moved down): calloc needs no memset */
     uint64_t allocations;        /* the thread's allocations of the route (any kind) */
     struct slab_class *cls;      /* a slab route's: SLAB_CLASSES, made at its first use */
 };
@@ -187,7 +189,7 @@ extern size_t g_range_len;
 /* Reserves the range: 0, or -1 (no regions: their sites stay on glibc). */
 int mra_region_init(void);
 /* A block of the range (a mutex), or NULL when the range is used up. */
-struct rblock *mra_block_get(void);
+struct rblock *mra_block_get(bool *fresh); /* fresh: its bytes past the header are zero */
 /* b, just taken, is route's (counted in its blocks). */
 void mra_block_owned(struct rblock *b, unsigned route);
 static inline bool mra_is_region(const void *p)

@@ -95,9 +95,10 @@ static void block_put(struct rblock *b)
     pthread_mutex_unlock(&g_mu);
 }
 
-struct rblock *mra_block_get(void)
+struct rblock *mra_block_get(bool *fresh)
 {
     struct rblock *b = NULL;
+    *fresh = true; /* but a free block that kept its pages */
     uint64_t now = coarse_ns();
     pthread_mutex_lock(&g_mu);
     while (g_free_tail && now - g_free_tail->freed_at > DECAY_NS) {
@@ -113,6 +114,7 @@ struct rblock *mra_block_get(void)
     }
     if (g_free) {
         b = g_free;
+        *fresh = false;
         g_free = b->next;
         if (g_free)
             g_free->prev = NULL;
@@ -155,26 +157,30 @@ static void retire(struct region *r)
     }
     r->cur = NULL;
     r->bump = r->end = r->last = NULL;
+    r->fresh = false;
     if (v == 0)
         block_put(b);
 }
 
-static void start_over(struct region *r, struct rblock *b)
+/* r's block b from its first byte again; fresh: its bytes are all zero */
+static void start_over(struct region *r, struct rblock *b, bool fresh)
 {
     memset(b->bits, 0, sizeof b->bits);
     r->bump = (char *)b + RBLOCK_HDR;
     r->last = NULL;
+    r->fresh = fresh;
     b->top = r->bump;
 }
 
 bool mra_region_refill(struct region *r, unsigned route)
 {
     if (r->cur && atomic_load_explicit(&r->cur->state, memory_order_acquire) == 0) {
-        start_over(r, r->cur); /* nothing live in it */
+        start_over(r, r->cur, false); /* nothing live in it */
         return true;
     }
     retire(r);
-    struct rblock *b = mra_block_get();
+    bool fresh;
+    struct rblock *b = mra_block_get(&fresh);
     if (!b)
         return false;
     atomic_store_explicit(&b->state, 0, memory_order_relaxed);
@@ -182,7 +188,7 @@ bool mra_region_refill(struct region *r, unsigned route)
     b->slab = 0;
     r->cur = b;
     r->end = (char *)b + RBLOCK;
-    start_over(r, b);
+    start_over(r, b, fresh);
     return true;
 }
 
@@ -229,12 +235,13 @@ void mra_region_free_slow(struct rblock *b, struct region *r, void *p, uint64_t 
         size_t i = ((uintptr_t)p - (uintptr_t)b) >> 4;
         b->bits[i >> 6] &= ~(UINT64_C(1) << (i & 63));
         r->bump = (char *)p;
+        r->fresh = false; /* the room given back was written */
         b->top = r->bump;
         r->last = start_before(b, i);
         v = mra_state_sub2(b);
     }
     if (v == 0 && r && r->cur == b)
-        start_over(r, b); /* nothing live: start over */
+        start_over(r, b, false); /* nothing live: start over */
     else if (v == 1)
         block_put(b);
 }

@@ -88,7 +88,8 @@ static bool run_get(struct tstate *ts, struct region *r, unsigned route, struct 
     char *start = r->bump;
     char *end = start ? (char *)(((uintptr_t)start + 4095) & ~(uintptr_t)4095) + pages * 4096 : NULL;
     if (!r->cur || end > r->end || (size_t)(end - start) < s->size) {
-        struct rblock *b = mra_block_get();
+        bool fresh; /* a slab's objects are zeroed by calloc: they are reused */
+        struct rblock *b = mra_block_get(&fresh);
         if (!b)
             return false;
         mra_block_owned(b, route);
