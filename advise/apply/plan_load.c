@@ -74,8 +74,10 @@ struct pmod {
 static struct pmod g_mods[MAX_MODULES];
 static unsigned g_nmods;
 static char g_exe[4096];
-/* the modules the plan names that were not loaded when last looked for,
- * and the stack lines that wait for them (in the plan's text, kept) */
+/* whether some of the plan's stacks wait for a module not loaded when
+ * last looked for, and their lines (in the plan's text, kept); a module
+ * unloaded keeps its stacks at the address it had (a call from there is
+ * served by a route: safe, as any call is) */
 _Atomic bool g_late;
 static const char **g_late_lines;
 static size_t g_nlate;

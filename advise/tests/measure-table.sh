@@ -29,7 +29,8 @@
 # sqlite3, xmllint (libxml2-utils), jq, git, perl, python3.11 and cppcheck,
 # on inputs the script makes in a private folder (git: this project's own
 # history; perl and python: the word indexes wordindex.pl and wordindex.py,
-# the latter with PYTHONMALLOC=malloc; cppcheck: a copy of this project's
+# and python's decimals.py (its sites in the modules it dlopens), python's
+# with PYTHONMALLOC=malloc; cppcheck: a copy of this project's
 # src/pools.c and headers).
 # MEASURE_TABLE_KEEP=DIR keeps each program's whole report in DIR.
 set -u
@@ -137,5 +138,6 @@ row "perl wordindex.pl" /dev/null perl "$here/wordindex.pl"
 # Python's own allocator (pymalloc) serves its small objects unless told not to
 export PYTHONMALLOC=malloc
 row "python3.11 wordindex.py" /dev/null /usr/bin/python3.11 "$here/wordindex.py"
+row "python3.11 decimals.py" /dev/null /usr/bin/python3.11 "$here/decimals.py"
 unset PYTHONMALLOC
 row "cppcheck src/pools.c" /dev/null cppcheck -q --std=c11 -I "$work/cpc/include" "$work/cpc/src/pools.c"
