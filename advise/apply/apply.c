@@ -521,17 +521,8 @@ __attribute__((constructor(101))) static void apply_init(void)
     /* every stack walked whole, no way out by its first frames (tests:
      * the routes must be the same either way) */
     mra_env_take("MEMRES_ADVISE_APPLY_WALK_WHOLE", whole, sizeof whole, &have_whole);
-    unsetenv("MEMRES_ADVISE_APPLY_WALK_WHOLE");
-    unsetenv("MEMRES_ADVISE_PLAN");
-    unsetenv("MEMRES_ADVISE_PRELOAD");
-    unsetenv("MEMRES_ADVISE_APPLY_STATS");
-    unsetenv("MEMRES_ADVISE_APPLY_IDENTIFY_ONLY");
-    if (have_plan) {
-        if (have_preload)
-            setenv("LD_PRELOAD", preload, 1);
-        else
-            unsetenv("LD_PRELOAD");
-    }
+    if (have_plan) /* common/preload.h edits environ itself */
+        mra_env_restore_preload(preload, have_preload);
     real_usable = mra_next_usable();
     next_lookup();
     g_clock_cost = UINT64_MAX;

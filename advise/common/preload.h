@@ -76,20 +76,95 @@ static inline void mra_cnt_max(_Atomic uint64_t *a, uint64_t v, _Atomic int *mul
     }
 }
 
-/* The variable name copied into dst (cap bytes, cut), "" when unset;
- * *present says whether it was set. */
+/* ---- the driver's variables, read and removed from environ itself ----
+ *
+ * Not through getenv, setenv and unsetenv: a program may define its own,
+ * which keep its variables elsewhere once its main has run -- bash's do,
+ * and before its main they leave environ as it is (an unsetenv loop until
+ * a variable is gone never ended under bash -c).  A constructor edits the
+ * array in place, as glibc's unsetenv does, so that the program's main
+ * (which may take environ as its third argument) sees the same. */
+extern char **environ;
+
+/* The entry of environ that sets name, or NULL. */
+static inline char **mra_env_find(const char *name)
+{
+    size_t len = strlen(name);
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+            return e;
+    return NULL;
+}
+
+/* Every entry that sets name removed. */
+static inline void mra_env_remove(const char *name)
+{
+    char **e;
+    while ((e = mra_env_find(name)) != NULL)
+        for (char **d = e; *d; d++)
+            d[0] = d[1];
+}
+
+/* name set to the value of entry ("NAME=value", which must live as long as
+ * the process): an entry that sets name replaced, else environ grown by
+ * one (the array from glibc's allocator, never freed).  0, or -1 without
+ * memory. */
+static inline int mra_env_put(const char *name, char *entry)
+{
+    char **e = mra_env_find(name);
+    if (e) {
+        *e = entry;
+        return 0;
+    }
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **ne = __libc_malloc((n + 2) * sizeof *ne);
+    if (!ne)
+        return -1;
+    if (n)
+        memcpy(ne, environ, n * sizeof *ne);
+    ne[n] = entry;
+    ne[n + 1] = NULL;
+    environ = ne;
+    return 0;
+}
+
+/* The variable name copied into dst (cap bytes, cut), "" when unset, and
+ * removed from the environment; *present says whether it was set. */
 static inline void mra_env_take(const char *name, char *dst, size_t cap, bool *present)
 {
-    const char *v = getenv(name);
-    *present = v != NULL;
+    char **e = mra_env_find(name);
+    *present = e != NULL;
     dst[0] = 0;
-    if (v) {
+    if (e) {
+        const char *v = *e + strlen(name) + 1;
         size_t n = strlen(v);
         if (n >= cap)
             n = cap - 1;
         memcpy(dst, v, n);
         dst[n] = 0;
+        mra_env_remove(name);
     }
+}
+
+/* LD_PRELOAD as it was before the driver set it: preload where the driver
+ * passed it on (have), else unset.  The entry lives in static storage. */
+static inline void mra_env_restore_preload(const char *preload, bool have)
+{
+    static char entry[4096 + 16];
+    if (!have) {
+        mra_env_remove("LD_PRELOAD");
+        return;
+    }
+    size_t n = strlen(preload);
+    if (n > sizeof entry - 12)
+        n = sizeof entry - 12;
+    memcpy(entry, "LD_PRELOAD=", 11);
+    memcpy(entry + 11, preload, n);
+    entry[11 + n] = 0;
+    mra_env_remove("LD_PRELOAD");
+    (void)mra_env_put("LD_PRELOAD", entry);
 }
 
 /* A per-process secret for the tags that tell a library's objects from

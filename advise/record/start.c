@@ -22,27 +22,17 @@ static _Unwind_Reason_Code noop_cb(struct _Unwind_Context *ctx, void *arg)
     return _URC_NO_REASON;
 }
 
+/* Every MEMRES_ADVISE_ variable left removed (common/preload.h's
+ * environ edits: the program may have its own unsetenv). */
 static void env_clean(void)
 {
-    char name[128];
-    for (;;) {
-        bool found = false;
-        for (char **e = environ; e && *e; e++) {
-            if (strncmp(*e, "MEMRES_ADVISE_", 14) == 0) {
-                const char *eq = strchr(*e, '=');
-                size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
-                if (n >= sizeof name)
-                    n = sizeof name - 1;
-                memcpy(name, *e, n);
-                name[n] = 0;
-                found = true;
-                break;
-            }
-        }
-        if (!found)
-            return;
-        unsetenv(name);
-    }
+    char **w = environ;
+    if (!w)
+        return;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "MEMRES_ADVISE_", 14) != 0)
+            *w++ = *e;
+    *w = NULL;
 }
 __attribute__((constructor(101))) static void rec_init(void)
 {
@@ -64,12 +54,8 @@ __attribute__((constructor(101))) static void rec_init(void)
     env_clean();
     /* LD_PRELOAD as it was before the driver: set (possibly to "") when
      * the driver passed it, unset when it did not */
-    if (have_prof) {
-        if (have_preload)
-            setenv("LD_PRELOAD", preload, 1);
-        else
-            unsetenv("LD_PRELOAD");
-    }
+    if (have_prof)
+        mra_env_restore_preload(preload, have_preload);
     if (!have_prof || !g_profile[0]) {
         atomic_store(&g_state, ST_OFF);
         goto out;

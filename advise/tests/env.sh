@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# advise/tests/env.sh -- the driver's variables leave the environment of the
+# program it runs, also where the program has its own getenv, setenv and
+# unsetenv (bash's keep its variables apart from environ once its main has
+# run; the recorder's unsetenv loop never ended under `bash -c`):
+#
+#   env.sh ADVISOR WORKDIR
+#
+# Runs bash -c under the recorder and under `apply` (MEMRES_ADVISE_APPLY_LIB
+# names the runtime), each within 120 s, and fails unless the shell and a
+# child of it (env) see no variable of the driver's and LD_PRELOAD as the
+# caller had it: unset, and libm.so.6 where the caller preloaded that.
+set -u
+advisor=$1 work=$2
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "env.sh: FAIL: $*" >&2; exit 1; }
+# the shell's view and its child's: the profile's and plan's variables,
+# LD_PRELOAD, and the driver's variables env (a child) still has
+# shellcheck disable=SC2016 # expanded by the shell under test
+script='printf "%s|%s|%s|%s|" "${MEMRES_ADVISE_PROFILE-unset}" "${MEMRES_ADVISE_PLAN-unset}" "${MEMRES_ADVISE_PRELOAD-unset}" "${LD_PRELOAD-unset}"
+env | grep -cE "^(MEMRES_ADVISE_(PROFILE|DEPTH|PRELOAD|PLAN|APPLY_STATS|APPLY_IDENTIFY_ONLY)|LD_PRELOAD)=" || true'
+check() { # check WHAT WANT GOT STATUS
+  [ "$4" -eq 0 ] || fail "$1: exit status $4 (124: did not end within 120 s)"
+  [ "$3" = "$2" ] || fail "$1: the shell saw [$3], not [$2]"
+}
+
+got=$(timeout 120 "$advisor" --plan-candidates --min-share 0 --plan "$work/plan" -o "$work/report" -- bash -c "$script")
+check "recorded" "unset|unset|unset|unset|0" "$got" $?
+grep -q '^== memres-advise: .*bash' "$work/report" || fail "recorded: no report of bash ($work/report)"
+got=$(LD_PRELOAD=libm.so.6 timeout 120 "$advisor" -o "$work/report2" -- bash -c "$script")
+check "recorded, the caller preloading libm.so.6" "unset|unset|unset|libm.so.6|1" "$got" $?
+[ -s "$work/plan" ] || fail "no plan ($work/report)"
+got=$(timeout 120 "$advisor" apply "$work/plan" --stats "$work/stats" -- bash -c "$script")
+check "applied" "unset|unset|unset|unset|0" "$got" $?
+got=$(LD_PRELOAD=libm.so.6 timeout 120 "$advisor" apply "$work/plan" -- bash -c "$script")
+check "applied, the caller preloading libm.so.6" "unset|unset|unset|libm.so.6|1" "$got" $?
+echo "env.sh: bash under the recorder and under apply: the driver's variables gone, LD_PRELOAD as the caller had it"
