@@ -307,6 +307,8 @@ struct mra_analysis {
     struct mra_profile_header h;
     const char *command;         /* the program as the command line named it (NULL: a saved
                                     profile's analysis); h.program is its file, links resolved */
+    const char *exec_into;       /* what the process exec'd after the profile was written
+                                    (the recorder's PROFILE.exec; NULL: none, or not known) */
     double program_ns;           /* the program's own time: the recorded run's CPU time less the
                                     recorder's in its hooks, at least program_floor_ns */
     double recorded_ns;          /* end_ns - start_ns: the run under the recorder */

@@ -180,10 +180,30 @@ static int run_program(char **argv, const char *recorder, const char *trace, uns
     return 0;
 }
 
+/* What the program exec'd, from the recorder's PROFILE.exec (malloc'd;
+ * NULL: it did not, or it failed). */
+static char *exec_note(const char *profile)
+{
+    char path[8192];
+    snprintf(path, sizeof path, "%s.exec", profile);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return n ? strdup(buf) : NULL;
+}
+
 static void cleanup(struct run *r)
 {
-    if (r->profile)
+    if (r->profile) {
+        char note[8192];
+        snprintf(note, sizeof note, "%s.exec", r->profile);
+        unlink(note);
         unlink(r->profile);
+    }
     if (r->dir)
         rmdir(r->dir);
     free(r->profile);
@@ -358,8 +378,16 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
     int rc = mra_analyze(&p, sym, &c, o, &a);
     mra_progress_end();
     if (rc == 0) {
-        if (progname != r->profile) /* a run's, not a saved profile's */
+        char *into = NULL;
+        if (progname != r->profile) { /* a run's, not a saved profile's */
             a.command = progname;
+            a.exec_into = into = exec_note(r->profile);
+            if (into)
+                fprintf(stderr,
+                        "memres-advise: %s exec'd %s, which was not profiled: the report is of %s before the exec "
+                        "(a wrapper? run memres-advise on the program it runs)\n",
+                        progname, into, progname);
+        }
         if (report) {
             FILE *f = open_out(report);
             if (f) {
@@ -399,6 +427,7 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
             rc = -1;
         }
         mra_analysis_free(&a);
+        free(into);
     }
     mra_symbols_free(sym);
     mra_profile_free(&p);

@@ -209,6 +209,10 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
         fprintf(o, "== memres-advise: %s (%s, pid %llu) ==\n", a->command, h->program, (unsigned long long)h->pid);
     else
         fprintf(o, "== memres-advise: %s (pid %llu) ==\n", h->program, (unsigned long long)h->pid);
+    if (a->exec_into)
+        fprintf(o, "the process exec'd %s after this profile was written; that program was not profiled (a "
+                   "wrapper? run memres-advise on the program it runs)\n",
+                a->exec_into);
     if (h->cpu_ns && a->program_floor_ns > 0 && a->program_ns <= a->program_floor_ns &&
         (double)h->cpu_ns - (double)h->recorder_ns < a->program_ns)
         fprintf(o,
@@ -489,6 +493,10 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     const struct mra_thresholds *t = &a->opts.th;
     fprintf(o, "{\n  \"version\": 1,\n  \"program\": ");
     jstr(o, h->program);
+    if (a->exec_into) {
+        fprintf(o, ",\n  \"exec_into\": ");
+        jstr(o, a->exec_into);
+    }
     fprintf(o, ",\n  \"pid\": %llu,\n  \"run_time_ns\": ", U(h->pid));
     jnum(o, a->program_ns);
     fprintf(o, ",\n  \"recorded_time_ns\": ");

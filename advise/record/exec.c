@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* advise/record/exec.c -- the exec family interposed: the profile so far
- * is written before the image is replaced; the new program is not
- * profiled (the recorder's variables left the environment at start-up);
- * if the exec fails, recording goes on and the profile is written again
- * at exit. */
+ * is written before the image is replaced, and beside it the file
+ * PROFILE.exec naming what the process execs, for the driver to say so (a
+ * wrapper -- a script run by env, a version manager's shim -- is profiled,
+ * not the program it execs); the new program is not profiled (the
+ * recorder's variables left the environment at start-up); if the exec
+ * fails, the note goes, recording goes on and the profile is written
+ * again at exit. */
 #include <dlfcn.h>
 #include <stdarg.h>
 
 #include "record.h"
+
+/* PROFILE.exec's path in buf */
+static void note_path(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s.exec", g_profile);
+}
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
@@ -26,46 +35,75 @@ static void *real_fn(void *_Atomic *slot, const char *name)
     return f;
 }
 
-static void before_exec(void)
+/* The profile written and what the process execs noted (what: a path or
+ * file name); true when this process records (the note is its). */
+static bool before_exec(const char *what)
 {
-    if (atomic_load_explicit(&g_state, memory_order_acquire) == ST_REC && !tls_guard)
-        mrr_flush_all(false);
+    if (atomic_load_explicit(&g_state, memory_order_acquire) != ST_REC || tls_guard)
+        return false;
+    mrr_flush_all(false);
+    char path[sizeof g_profile + 8];
+    note_path(path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        mrr_write_all(fd, what, strlen(what));
+        close(fd);
+    }
+    return true;
+}
+
+/* The exec failed: its note goes (errno kept). */
+static void exec_failed(bool noted)
+{
+    if (!noted)
+        return;
+    int e = errno;
+    char path[sizeof g_profile + 8];
+    note_path(path, sizeof path);
+    unlink(path);
+    errno = e;
 }
 
 static void *_Atomic g_execve, *_Atomic g_execvpe, *_Atomic g_fexecve, *_Atomic g_execveat;
 
 /* The libc function an exec hook stands in front of, the profile written
- * first; NULL with ENOSYS when there is none. */
-static void *exec_real(void *_Atomic *slot, const char *name)
+ * first and what (what) is exec'd noted (*noted); NULL with ENOSYS when
+ * there is none. */
+static void *exec_real(void *_Atomic *slot, const char *name, const char *what, bool *noted)
 {
     void *sym = real_fn(slot, name);
+    *noted = false;
     if (!sym) {
         errno = ENOSYS;
         return NULL;
     }
-    before_exec();
+    *noted = before_exec(what ? what : "?");
     return sym;
 }
 
-/* Calls the exec hook's libc function of type T (found in SLOT by NAME). */
-#define EXEC_CALL(T, slot, name, ...)                 \
-    do {                                              \
-        void *sym_ = exec_real(&(slot), name);        \
-        if (!sym_)                                    \
-            return -1;                                \
-        T f_;                                         \
-        memcpy(&f_, &sym_, sizeof f_);                \
-        return f_(__VA_ARGS__);                       \
+/* Calls the exec hook's libc function of type T (found in SLOT by NAME),
+ * what it execs being WHAT; returns only where the exec failed. */
+#define EXEC_CALL(T, slot, name, what, ...)                   \
+    do {                                                      \
+        bool noted_;                                          \
+        void *sym_ = exec_real(&(slot), name, what, &noted_); \
+        if (!sym_)                                            \
+            return -1;                                        \
+        T f_;                                                 \
+        memcpy(&f_, &sym_, sizeof f_);                        \
+        int r_ = f_(__VA_ARGS__);                             \
+        exec_failed(noted_);                                  \
+        return r_;                                            \
     } while (0)
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    EXEC_CALL(execve_fn, g_execve, "execve", path, argv, envp);
+    EXEC_CALL(execve_fn, g_execve, "execve", path, path, argv, envp);
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    EXEC_CALL(execvpe_fn, g_execvpe, "execvpe", file, argv, envp);
+    EXEC_CALL(execvpe_fn, g_execvpe, "execvpe", file, file, argv, envp);
 }
 
 EXPORT int execv(const char *path, char *const argv[])
@@ -80,12 +118,12 @@ EXPORT int execvp(const char *file, char *const argv[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    EXEC_CALL(fexecve_fn, g_fexecve, "fexecve", fd, argv, envp);
+    EXEC_CALL(fexecve_fn, g_fexecve, "fexecve", "a program by its file descriptor", fd, argv, envp);
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-    EXEC_CALL(execveat_fn, g_execveat, "execveat", dirfd, path, argv, envp, flags);
+    EXEC_CALL(execveat_fn, g_execveat, "execveat", path, dirfd, path, argv, envp, flags);
 }
 
 /* execl, execlp, execle: the arguments gathered into an array on the

@@ -11,6 +11,8 @@
 # names the runtime), each within 120 s, and fails unless the shell and a
 # child of it (env) see no variable of the driver's and LD_PRELOAD as the
 # caller had it: unset, and libm.so.6 where the caller preloaded that.
+# Also a wrapper: a shell that execs another program gets a report that
+# says so (the recorder's note of the exec), and an exec that fails none.
 set -u
 advisor=$1 work=$2
 rm -rf "$work"
@@ -36,4 +38,15 @@ got=$(timeout 120 "$advisor" apply "$work/plan" --stats "$work/stats" -- bash -c
 check "applied" "unset|unset|unset|unset|0" "$got" $?
 got=$(LD_PRELOAD=libm.so.6 timeout 120 "$advisor" apply "$work/plan" -- bash -c "$script")
 check "applied, the caller preloading libm.so.6" "unset|unset|unset|libm.so.6|1" "$got" $?
-echo "env.sh: bash under the recorder and under apply: the driver's variables gone, LD_PRELOAD as the caller had it"
+# a wrapper that execs: said, in the report and its JSON; an exec that fails: not
+timeout 120 "$advisor" -o "$work/wrapper" --json "$work/wrapper.json" -- bash -c 'exec /bin/true' 2>"$work/wrapper.err" \
+  || fail "the wrapper: exit status $?"
+grep -q "^the process exec'd /bin/true after this profile was written" "$work/wrapper" \
+  || fail "the wrapper's report does not say what it exec'd ($work/wrapper)"
+grep -q '"exec_into": "/bin/true"' "$work/wrapper.json" || fail "the wrapper's JSON has no exec_into ($work/wrapper.json)"
+grep -q "exec'd /bin/true, which was not profiled" "$work/wrapper.err" || fail "nothing said on stderr ($work/wrapper.err)"
+got=$(timeout 120 "$advisor" -o "$work/failed" -- bash -c 'shopt -s execfail; exec /nonexistent/x 2>/dev/null; echo on')
+check "an exec that fails" "on" "$got" $?
+if grep -q "exec'd" "$work/failed"; then fail "an exec that failed is reported as done ($work/failed)"; fi
+echo "env.sh: bash under the recorder and under apply: the driver's variables gone, LD_PRELOAD as the caller had it;"
+echo "env.sh: an exec said in the report, a failed one not"
