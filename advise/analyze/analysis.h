@@ -48,6 +48,9 @@ struct mra_child {
 
 /* dir/rel, malloc'ed (NULL: out of memory). */
 char *mra_path_join(const char *dir, const char *rel);
+/* Why LD_PRELOAD cannot reach prog's malloc ("statically linked",
+ * "set-user-ID", "set-group-ID"), or NULL. */
+const char *mra_preload_barrier(const char *prog);
 /* The library name: $envvar, else beside the executable (the build tree),
  * in ../lib/<multiarch>, ../lib64 or ../lib relative to it, else in
  * MEMRES_ADVISE_LIBDIR; its real path, malloc'ed, or NULL with a message. */

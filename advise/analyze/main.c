@@ -346,7 +346,11 @@ static int analyse_and_report(const struct run *r, const struct mra_options *o, 
 {
     struct stat st;
     if (stat(r->profile, &st) != 0) {
-        if (WIFSIGNALED(r->status))
+        const char *barrier = mra_preload_barrier(progname);
+        if (barrier)
+            fprintf(stderr, "memres-advise: %s is %s: the loader does not preload the recorder into it, so nothing "
+                            "was recorded: no report\n", progname, barrier);
+        else if (WIFSIGNALED(r->status))
             fprintf(stderr, "memres-advise: %s was killed by signal %d (%s) and wrote no profile: no report\n",
                     progname, WTERMSIG(r->status), strsignal(WTERMSIG(r->status)));
         else

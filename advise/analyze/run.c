@@ -9,6 +9,7 @@
  * the program) and forwards SIGTERM and SIGHUP to it.  An exec failure is
  * reported through a close-on-exec pipe.  The child's resource usage
  * (user and system time, peak RSS, page faults) comes back from wait4. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +102,58 @@ char *mra_find_library(const char *name, const char *envvar)
 }
 
 static volatile sig_atomic_t child_pid;
+
+/* Why LD_PRELOAD cannot reach prog's malloc (the file execvp would run),
+ * or NULL: "statically linked" (an ELF file without an interpreter),
+ * "set-user-ID" or "set-group-ID" (the loader ignores LD_PRELOAD for it). */
+const char *mra_preload_barrier(const char *prog)
+{
+    char buf[PATH_MAX];
+    const char *path = prog;
+    if (!strchr(prog, '/')) { /* as execvp searches */
+        const char *p = getenv("PATH");
+        path = NULL;
+        for (p = p ? p : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+            const char *e = strchr(p, ':');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            if (n && (size_t)snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog) < sizeof buf &&
+                access(buf, X_OK) == 0) {
+                path = buf;
+                break;
+            }
+            p += e ? n + 1 : n;
+        }
+        if (!path)
+            return NULL;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return NULL;
+    /* the loader's secure mode: the exec changes the process's IDs */
+    if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+        return "set-user-ID";
+    if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid())
+        return "set-group-ID";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    Elf64_Ehdr eh;
+    const char *why = NULL;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 4096) {
+        bool interp = false;
+        for (unsigned i = 0; i < eh.e_phnum && !interp; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+                break;
+            interp = ph.p_type == PT_INTERP;
+        }
+        if (!interp)
+            why = "statically linked";
+    }
+    close(fd);
+    return why;
+}
 
 static void forward_signal(int sig)
 {

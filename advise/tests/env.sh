@@ -12,7 +12,9 @@
 # child of it (env) see no variable of the driver's and LD_PRELOAD as the
 # caller had it: unset, and libm.so.6 where the caller preloaded that.
 # Also a wrapper: a shell that execs another program gets a report that
-# says so (the recorder's note of the exec), and an exec that fails none.
+# says so (the recorder's note of the exec), and an exec that fails none;
+# and a static program (ldconfig, where `file` finds no interpreter in it)
+# gets told why nothing was recorded.
 set -u
 advisor=$1 work=$2
 rm -rf "$work"
@@ -48,5 +50,12 @@ grep -q "exec'd /bin/true, which was not profiled" "$work/wrapper.err" || fail "
 got=$(timeout 120 "$advisor" -o "$work/failed" -- bash -c 'shopt -s execfail; exec /nonexistent/x 2>/dev/null; echo on')
 check "an exec that fails" "on" "$got" $?
 if grep -q "exec'd" "$work/failed"; then fail "an exec that failed is reported as done ($work/failed)"; fi
+# a static program (Debian's ldconfig is static-pie): said why nothing was recorded
+ldc=$(command -v ldconfig || echo /sbin/ldconfig)
+if [ -x "$ldc" ] && ! grep -q "interpreter" <(file -b "$ldc" 2>/dev/null || echo interpreter); then
+  timeout 120 "$advisor" -o "$work/static" -- "$ldc" -p >/dev/null 2>"$work/static.err" || fail "ldconfig: exit status $?"
+  grep -q "is statically linked: the loader does not preload the recorder" "$work/static.err" \
+    || fail "a static program: not said why nothing was recorded ($work/static.err)"
+fi
 echo "env.sh: bash under the recorder and under apply: the driver's variables gone, LD_PRELOAD as the caller had it;"
 echo "env.sh: an exec said in the report, a failed one not"
