@@ -278,6 +278,10 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
     fprintf(f, "  the advice held at %u of %u site%s\n", held, judged, judged == 1 ? "" : "s");
 }
 
+/* A plan's peak RSS above this times glibc's is said with its verdict
+ * (the target for a plan of freed-together sites: 1.2x). */
+#define RSS_SAID 1.2
+
 /* Whether more rounds could settle the plan's verdict: it saves the rule's
  * share in the median, but not in the rounds' range; or it does not, and
  * the allocators' saving (ident: the runtime alone) does in the median but
@@ -318,12 +322,20 @@ static void plan_verdict(FILE *f, const struct mra_planned *pl, const struct var
         fprintf(f, "  nothing passed the %g%% rule by the prediction, so the plan measured is the sites the rules\n"
                    "  name an allocator for that would save most (at most %u, each at least %g%% of the run)\n",
                 100 * share, MRA_PLANNED_MAX, 100 * share / 20);
+    /* memory: what the time costs where the routes hold more than glibc
+     * (a slab keeps its pages: sites that peak at different moments do
+     * not share them, as glibc's heap does) */
+    double rss = median(plan->rss_ratio, plan->runs, NULL, NULL);
+    char mem[128] = "";
+    if (rss > RSS_SAID)
+        snprintf(mem, sizeof mem, "\n  (its peak RSS is %.2fx glibc's: the routes hold their memory apart)", rss);
     if (saved >= share && range_hi(plan->ratio, plan->runs) < 1)
         fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run, above the %g%% rule, and saved in %s:\n"
-                   "  apply it%s\n",
+                   "  apply it%s%s\n",
                 100 * saved, 100 * share, every,
                 pl->predicted_ns < share * pl->program_ns ? " (the prediction, under the rule, saw less than this run gains)"
-                                                          : "");
+                                                          : "",
+                mem);
     else if (saved >= share)
         fprintf(f, "  verdict: the plan saves %.1f%% of glibc's run in the median, above the %g%% rule, but not in\n"
                    "  %s (%.3f-%.3f): more --rounds tell\n",
@@ -461,7 +473,8 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         rounds_max = MRA_MEASURE_ROUNDS_MAX;
     for (unsigned r = 0; rc == 0; r++) {
         /* past --rounds, more while the plan's verdict is open: saved in
-         * the median, not in the rounds' range */
+         * the median, not in the rounds' range (the plan's run, or where
+         * that is under the rule the allocators': plan_open) */
         if (r >= rounds && (r >= rounds_max || !plan_open(pl, &vs[1], &vs[2])))
             break;
         mra_progress("measure", r, r < rounds ? rounds : rounds_max);
