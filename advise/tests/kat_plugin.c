@@ -5,7 +5,7 @@
  * modules, Lua's C modules), so that its module is not in the process when
  * the recorder and the apply runtime start.
  *
- *   kat_plugin [malloc|memres] [ROUNDS]      (default: malloc 200)
+ *   kat_plugin [malloc|memres] [ROUNDS] [THREADS]   (default: malloc 200 1)
  *
  * One source, built twice: as the program (it dlopens libkat_plugin.so
  * from its own directory and calls kat_plugin_run) and, with
@@ -14,7 +14,9 @@
  * frees every node, oldest first: each round's nodes are freed together,
  * so the answer is an arena (the memres variant takes the round's nodes from one mr_arena
  * and resets it).  Before the plugin is loaded and after, the program makes
- * strings of its own, which no plan names.
+ * strings of its own, which no plan names.  With THREADS above 1, as many
+ * threads run the rounds at once (the apply runtime places the plugin's
+ * stacks while they allocate; the counts are the sum).
  *
  * stdout: a checksum; stderr: "KAT-COUNT SITE n".  Exit 0.
  */
@@ -83,7 +85,23 @@ uint64_t kat_plugin_run(int use_memres, long rounds, uint64_t *count)
 #else /* the program */
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
+
+struct worker {
+    pthread_t t;
+    uint64_t (*run)(int, long, uint64_t *);
+    int use_memres;
+    long rounds;
+    uint64_t count, sum;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    w->sum = w->run(w->use_memres, w->rounds, &w->count);
+    return NULL;
+}
 
 static uint64_t strings(unsigned n, uint64_t seed)
 {
@@ -124,10 +142,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "kat_plugin: %s\n", dlerror());
         return 2;
     }
+    int threads = argc > 3 ? atoi(argv[3]) : 1;
+    if (threads < 1 || threads > 64)
+        threads = 1;
+    struct worker w[64];
     uint64_t count = 0;
-    sum += run(use_memres, rounds, &count);
+    for (int i = 0; i < threads; i++) {
+        w[i] = (struct worker){ .run = run, .use_memres = use_memres, .rounds = rounds };
+        if (threads > 1 && pthread_create(&w[i].t, NULL, work, &w[i]) != 0)
+            return 2;
+    }
+    for (int i = 0; i < threads; i++) {
+        if (threads > 1)
+            pthread_join(w[i].t, NULL);
+        else
+            work(&w[i]);
+        sum += w[i].sum;
+        count += w[i].count;
+    }
     sum += strings(1000, 2);
-    printf("kat_plugin: %ld rounds, checksum %" PRIu64 "\n", rounds, sum);
+    printf("kat_plugin: %ld rounds on %d thread%s, checksum %" PRIu64 "\n", rounds, threads, threads > 1 ? "s" : "", sum);
     fprintf(stderr, "KAT-COUNT SITE %" PRIu64 "\n", count);
     return 0;
 }
