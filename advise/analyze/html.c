@@ -327,6 +327,10 @@ static void data_run(FILE *f, const struct mra_analysis *a)
     const struct mra_profile_header *h = &a->h;
     fputs("{\"program\":", f);
     data_string(f, h->program, sizeof h->program);
+    if (a->exec_into) {
+        fputs(",\"exec_into\":", f);
+        data_string(f, a->exec_into, strlen(a->exec_into) + 1);
+    }
     const struct {
         const char *name;
         double v;

@@ -129,7 +129,9 @@ static const char *const page_js[] = {
     "S.forEach(function (s) { if (s.recommendation !== \"none\") nrec++; });",
     "var share = (100 * R.min_share).toFixed(2).replace(/\\.?0+$/, \"\");",
     "var rows = [",
-    "  [\"program\", esc(R.program) + \" (pid \" + R.pid + \")\"],",
+    "  [\"program\", esc(R.program) + \" (pid \" + R.pid + \")\" +",
+    "    (R.exec_into ? \"; it exec'd \" + esc(R.exec_into) + \" after the profile was written: not profiled\" : "
+        "\"\")],",
     "  [\"run time\", ns(R.run_time_ns) + \", the program's own (\" + ns(R.recorded_time_ns) +",
     "    \" under the recorder, less its sampled time in its hooks)\"],",
     "  [\"allocations\", cnt(R.allocations) + \" (\" + cnt(R.frees) + \" frees, \" + cnt(R.reallocs) + \" "

@@ -40,12 +40,13 @@ got=$(timeout 120 "$advisor" apply "$work/plan" --stats "$work/stats" -- bash -c
 check "applied" "unset|unset|unset|unset|0" "$got" $?
 got=$(LD_PRELOAD=libm.so.6 timeout 120 "$advisor" apply "$work/plan" -- bash -c "$script")
 check "applied, the caller preloading libm.so.6" "unset|unset|unset|libm.so.6|1" "$got" $?
-# a wrapper that execs: said, in the report and its JSON; an exec that fails: not
-timeout 120 "$advisor" -o "$work/wrapper" --json "$work/wrapper.json" -- bash -c 'exec /bin/true' 2>"$work/wrapper.err" \
-  || fail "the wrapper: exit status $?"
+# a wrapper that execs: said, in the report, its JSON and its page; an exec that fails: not
+timeout 120 "$advisor" -o "$work/wrapper" --json "$work/wrapper.json" --html "$work/wrapper.html" \
+  -- bash -c 'exec /bin/true' 2>"$work/wrapper.err" || fail "the wrapper: exit status $?"
 grep -q "^the process exec'd /bin/true after this profile was written" "$work/wrapper" \
   || fail "the wrapper's report does not say what it exec'd ($work/wrapper)"
 grep -q '"exec_into": "/bin/true"' "$work/wrapper.json" || fail "the wrapper's JSON has no exec_into ($work/wrapper.json)"
+grep -q '"exec_into":"/bin/true"' "$work/wrapper.html" || fail "the wrapper's page has no exec_into ($work/wrapper.html)"
 grep -q "exec'd /bin/true, which was not profiled" "$work/wrapper.err" || fail "nothing said on stderr ($work/wrapper.err)"
 got=$(timeout 120 "$advisor" -o "$work/failed" -- bash -c 'shopt -s execfail; exec /nonexistent/x 2>/dev/null; echo on')
 check "an exec that fails" "on" "$got" $?
