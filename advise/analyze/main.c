@@ -180,12 +180,18 @@ static int run_program(char **argv, const char *recorder, const char *trace, uns
     return 0;
 }
 
-/* What the program exec'd, from the recorder's PROFILE.exec (malloc'd;
- * NULL: it did not, or it failed). */
+/* The recorder's note of an exec beside the profile (record/exec.c). */
+static void exec_note_path(char *buf, size_t cap, const char *profile)
+{
+    snprintf(buf, cap, "%s.exec", profile);
+}
+
+/* What the program exec'd, from the note (malloc'd; NULL: it did not, or
+ * the exec failed). */
 static char *exec_note(const char *profile)
 {
     char path[8192];
-    snprintf(path, sizeof path, "%s.exec", profile);
+    exec_note_path(path, sizeof path, profile);
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -200,7 +206,7 @@ static void cleanup(struct run *r)
 {
     if (r->profile) {
         char note[8192];
-        snprintf(note, sizeof note, "%s.exec", r->profile);
+        exec_note_path(note, sizeof note, r->profile);
         unlink(note);
         unlink(r->profile);
     }

@@ -94,17 +94,6 @@ unsigned mra_range_trim(unsigned n)
     return d;
 }
 
-/* The highest ratio of v's range as mra_range_trim leaves it. */
-static double range_hi(const double *v, unsigned n)
-{
-    if (n == 0)
-        return 0;
-    double t[MRA_MEASURE_ROUNDS_MAX];
-    memcpy(t, v, n * sizeof *t);
-    qsort(t, n, sizeof *t, cmp_double);
-    return t[n - 1 - mra_range_trim(n)];
-}
-
 /* The lowest of v's range as mra_range_trim leaves it, and (hi not NULL)
  * its highest. */
 static double range_lo(const double *v, unsigned n, double *hi)
@@ -120,6 +109,20 @@ static double range_lo(const double *v, unsigned n, double *hi)
     if (hi)
         *hi = t[n - 1 - d];
     return t[d];
+}
+
+/* The highest of v's range. */
+static double range_hi(const double *v, unsigned n)
+{
+    double hi;
+    range_lo(v, n, &hi);
+    return hi;
+}
+
+/* The share of glibc's run the 2% rule asks (--min-share). */
+static double rule_share(const struct mra_planned *pl)
+{
+    return pl->min_share > 0 ? pl->min_share : 0.02;
 }
 
 /* The allocators' saving of each round, in glibc's run: the runtime
@@ -235,7 +238,7 @@ static void read_stats(const char *path, unsigned *walk, double *ident_ns, doubl
 static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const struct variant *vs, unsigned first,
                                  unsigned nv)
 {
-    double need = 1 - (pl->min_share > 0 ? pl->min_share : 0.02);
+    double need = 1 - rule_share(pl);
     fprintf(f, "\n  which allocator saves most at each site (its plan alone, by the median of its rounds'\n"
                "  ratios; above %.3f, a saving under %g%% of glibc's run, is none):\n",
             need, 100 * (1 - need));
@@ -288,7 +291,7 @@ static void alternatives_verdict(FILE *f, const struct mra_planned *pl, const st
  * not in the range. */
 static bool plan_open(const struct mra_planned *pl, const struct variant *plan, const struct variant *ident)
 {
-    double share = pl->min_share > 0 ? pl->min_share : 0.02;
+    double share = rule_share(pl);
     if (plan->runs == 0)
         return false;
     if (1 - median(plan->ratio, plan->runs, NULL, NULL) >= share)
@@ -310,7 +313,7 @@ static void plan_verdict(FILE *f, const struct mra_planned *pl, const struct var
 {
     double kept = median(kept_v->ratio, kept_v->runs, NULL, NULL);
     double lo, hi, ratio = median(plan->ratio, plan->runs, &lo, &hi);
-    double share = pl->min_share > 0 ? pl->min_share : 0.02, saved = 1 - ratio;
+    double share = rule_share(pl), saved = 1 - ratio;
     unsigned trim = mra_range_trim(plan->runs);
     char every[96] = "every round", every_alloc[96] = "every round";
     if (trim) {
@@ -626,7 +629,7 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         for (unsigned i = first_behind; i < first_site; i++) {
             const struct mra_planned_behind *pb = &pl->behind[i - first_behind];
             double lo, hi, r2 = median(vs[i].ratio, vs[i].runs, &lo, &hi);
-            double share = pl->min_share > 0 ? pl->min_share : 0.02;
+            double share = rule_share(pl);
             read_stats(vs[i].stats, &walk, &ident, &walked, &held, &routed);
             fprintf(f,
                     "  one mr_pools behind %s: predicted %.1f ms, measured %.1f ms (%.3f, %.3f-%.3f), peak RSS\n"
