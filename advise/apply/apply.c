@@ -39,6 +39,7 @@ TLS struct tstate *tls_ts;
 TLS int tls_guard;
 struct tstate *_Atomic g_threads;
 static TLS int tls_exited;
+static _Atomic uint64_t g_thread_ids; /* the last thread's id */
 
 static pthread_key_t g_key;
 static char g_stats_path[4096];
@@ -86,6 +87,7 @@ static __attribute__((noinline, cold)) struct tstate *thread_register(void)
     tls_guard++; /* pthread_getattr_np reads /proc/self/maps with stdio */
     mra_walker_init(&ts->walk);
     ts->ident_left = IDENT_SAMPLE;
+    ts->id = atomic_fetch_add_explicit(&g_thread_ids, 1, memory_order_relaxed) + 1;
     tls_ts = ts;
     pthread_setspecific(g_key, ts);
     ts->next = atomic_load(&g_threads);

@@ -64,7 +64,8 @@ enum route_kind { RK_REGION = 1, RK_SLAB };
 /* A site slab's classes: class c serves sizes up to 16 c bytes (0 as 16:
  * class 1), one class a block. */
 #define SLAB_CLASSES (POOL_MAX / 16u + 1u)
-#define SLAB_KEEP 256                /* a thread's free objects of a class above this: half to the route's */
+#define SLAB_KEEP 256u               /* with threads, a thread's free objects of a class above this: half
+                                        to the route's */
 #define SLAB_REMOTE 32u              /* objects of other threads' blocks a thread frees: to the route's in these */
 
 /* A site slab's class, shared by the threads: objects given back by a
@@ -89,14 +90,25 @@ struct route {
  * header, then objects without a header of their own (a region's sizes
  * rounded to 16 bytes; a slab's its class's size). */
 struct rblock {
-    _Atomic uint64_t state;      /* a region's: live objects << 1 | retired */
-    char *top;                   /* a region's: the end of what was handed out */
+    union {
+        struct {
+            _Atomic uint64_t state;  /* a region's: live objects << 1 | retired */
+            char *top;               /* a region's: the end of what was handed out */
+        };
+        struct {
+            uint32_t objects;        /* a slab's: the objects of its runs */
+            uint32_t listed;         /* a slab's, in a scan: those on its thread's lists */
+            uint32_t epoch;          /* a slab's: the scan that counted listed */
+            uint32_t dying;          /* a slab's: a scan gives it back */
+        };
+    };
     uint32_t route;
     uint32_t slab;               /* 1: a slab's block (its pages in runs of one class each); 0: a region's */
-    struct rblock *next, *prev;  /* on a free list */
+    struct rblock *next, *prev;  /* on a free list; a slab's next: in a scan */
     uint64_t freed_at;           /* free: when it was freed (ns, coarse clock) */
-    struct tstate *owner;        /* a slab's: the thread that carves it */
-    char pad_[8];
+    uint64_t owner;              /* a slab's: the id of the thread that carves it (ids are not
+                                    reused: a block of a thread that exited is remote to all) */
+    char pad2_[8];
     union {
         uint64_t bits[RBLOCK / 16 / 64]; /* a region's: one bit per 16 bytes: where an object starts */
         uint16_t psize[RBLOCK / 4096];   /* a slab's: per 4 KiB page, the object size of its run */
@@ -106,8 +118,11 @@ _Static_assert(sizeof(struct rblock) == RBLOCK_HDR, "region block header");
 
 /* One thread's class of a slab route. */
 struct slab_class {
-    void *free;                  /* its free objects, linked through their first word */
-    int32_t n;                   /* frees less allocations since the list was last taken whole */
+    void *free;                  /* its free objects of its own blocks, linked through their
+                                    first word */
+    void *loose;                 /* objects taken from the route's shared stack */
+    uint32_t n;                  /* objects on free */
+    uint32_t limit;              /* n above this: a scan is due, or with threads a spill */
     uint32_t size;               /* the class's object size */
     char *bump, *end;            /* the rest of its current block, not carved yet */
     void *remote, *remote_last;  /* objects of other threads' blocks it freed, for the shared stack */
@@ -124,6 +139,8 @@ struct region {
                                     back, and bump never moved down): calloc needs no memset */
     uint64_t allocations;        /* the thread's allocations of the route (any kind) */
     struct slab_class *cls;      /* a slab route's: SLAB_CLASSES, made at its first use */
+    uint32_t scan_epoch;         /* a slab route's scans */
+    bool scan;                   /* a slab route's: a class's list grew: scan at the next block */
 };
 
 /* A stack walked before and its route: the walk's frames compared whole
@@ -157,6 +174,8 @@ struct tstate {
     struct ident_fast fast[IDENT_FAST];
     uint32_t fast_turn, fast_epoch;
     uint32_t ident_left;         /* calls to a walk's first frame until the next timed one */
+    bool scan;                   /* some slab route's scan is due */
+    uint64_t id;                 /* the thread's, never reused (a slab block's owner) */
     struct tstate *next;         /* every thread's, for the stats */
     struct region reg[];         /* g_nroutes + 1 */
 };
@@ -192,6 +211,8 @@ int mra_region_init(void);
 struct rblock *mra_block_get(bool *fresh); /* fresh: its bytes past the header are zero */
 /* b, just taken, is route's (counted in its blocks). */
 void mra_block_owned(struct rblock *b, unsigned route);
+/* b, nothing of it in use, back to the range's free blocks. */
+void mra_block_put(struct rblock *b);
 static inline bool mra_is_region(const void *p)
 {
     return (uintptr_t)p - g_range_lo < g_range_len;
@@ -262,16 +283,21 @@ uint64_t mra_region_held_peak(void);
 
 /* slab.c: the site slab, for a pools or objpool site: per thread and
  * size class (16-byte steps up to POOL_MAX) a free list of objects
- * without a header in blocks of the reserved range (a block holds one
- * class: its header gives the size, and the thread that carves it); a
- * free goes on the freeing thread's list of the object's class when that
- * thread carved the object's block (no lock and no atomic on either
- * path), else on its remote list, which goes to the route's shared stack
- * SLAB_REMOTE objects at a time (a consumer thread does not hoard a
- * producer's memory); a thread with more than SLAB_KEEP free objects of a
- * class gives half to the shared stack, from which a thread whose list is
- * empty takes them all.
- * Blocks stay with their class (as pools keep their chunks). */
+ * without a header in blocks of the reserved range (a block's pages are
+ * in runs of one class: its header gives the size, and the thread that
+ * carves it); a free goes on the freeing thread's list of the object's
+ * class when that thread carved the object's block (no lock and no atomic
+ * on either path), else on its remote list, which goes to the route's
+ * shared stack SLAB_REMOTE objects at a time (a consumer thread does not
+ * hoard a producer's memory); once a second thread exists, a thread with
+ * more than SLAB_KEEP free objects of a class gives half to the shared
+ * stack, from which a thread whose list is empty takes them all.
+ * A class whose list grows past a block's worth (then past twice what it
+ * held) asks for a scan of the route's lists, which the thread makes the
+ * next time it takes a block from the range: a block whose objects are
+ * all on the lists is taken off them and given back (a program's next
+ * phase, at other sites, reuses the memory the last one freed, as in
+ * glibc's one heap). */
 /* The object size of p, in slab block b. */
 static inline unsigned mra_slab_psize(const struct rblock *b, const void *p)
 {
@@ -281,8 +307,8 @@ static inline unsigned mra_slab_class(size_t n)
 {
     return n ? (unsigned)((n + 15u) >> 4) : 1u;
 }
-/* cls's list and block are empty: an object from the shared stack or a
- * new block (NULL: none; the cls table itself made on first use). */
+/* cls's lists and run are empty: an object from the shared stack or a
+ * new run (NULL: none; the cls table itself made on first use). */
 __attribute__((noinline)) void *mra_slab_refill(struct tstate *ts, unsigned route, unsigned c);
 static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
 {
@@ -299,6 +325,11 @@ static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
             ts->reg[route].allocations++;
             return p;
         }
+        if ((p = s->loose) != NULL) {
+            s->loose = *(void **)p;
+            ts->reg[route].allocations++;
+            return p;
+        }
         if (LIKELY((size_t)(s->end - s->bump) >= s->size)) {
             p = s->bump;
             s->bump += s->size;
@@ -308,29 +339,25 @@ static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
     }
     return mra_slab_refill(ts, route, c);
 }
-/* p's thread has no classes of b's route (it exited, or never used it):
- * p to the route's shared stack; or too many on s: half of them. */
-__attribute__((noinline)) void mra_slab_free_slow(struct rblock *b, void *p);
-__attribute__((noinline)) void mra_slab_spill(struct slab_class *s, struct slab_shared *sh);
-__attribute__((noinline)) void mra_slab_free_remote(struct slab_class *s, struct slab_shared *sh, void *p);
+/* p freed by a thread that did not carve its block (or has exited): on
+ * its remote list, or the route's shared stack. */
+__attribute__((noinline)) void mra_slab_free_remote(struct rblock *b, void *p);
+/* s's list grew past its limit: a scan asked for, or (threads run) half
+ * of it to the shared stack. */
+__attribute__((noinline)) void mra_slab_over(struct tstate *ts, unsigned route, unsigned c);
 static inline void mra_slab_free(struct rblock *b, void *p)
 {
     struct tstate *ts = tls_ts;
-    struct slab_class *cls;
-    if (UNLIKELY(ts == NULL) || UNLIKELY((cls = ts->reg[b->route].cls) == NULL)) {
-        mra_slab_free_slow(b, p);
+    if (UNLIKELY(ts == NULL) || UNLIKELY(b->owner != ts->id)) {
+        mra_slab_free_remote(b, p);
         return;
     }
     unsigned c = mra_slab_psize(b, p) >> 4;
-    struct slab_class *s = &cls[c];
-    if (UNLIKELY(b->owner != ts)) {
-        mra_slab_free_remote(s, &g_routes[b->route].shared[c], p);
-        return;
-    }
+    struct slab_class *s = &ts->reg[b->route].cls[c];
     *(void **)p = s->free;
     s->free = p;
-    if (UNLIKELY(++s->n > SLAB_KEEP))
-        mra_slab_spill(s, &g_routes[b->route].shared[c]);
+    if (UNLIKELY(++s->n > s->limit))
+        mra_slab_over(ts, b->route, c);
 }
 /* A routed object (the reserved range's) freed. */
 static inline void mra_range_free(void *p)
@@ -343,6 +370,9 @@ static inline void mra_range_free(void *p)
 }
 bool mra_slab_make(struct route *rt);
 void mra_slab_thread_exit(struct tstate *ts);
+/* ts's slab routes whose scan is due scanned (mra_block_get calls it when
+ * ts->scan). */
+void mra_slab_scan(struct tstate *ts);
 
 /* plan_load.c: the plan read and placed, into two tables that calls read
  * without a lock (keys stored last, with release) */

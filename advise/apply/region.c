@@ -78,7 +78,7 @@ void mra_block_owned(struct rblock *b, unsigned route)
     cnt_max(&rt->blocks_peak, atomic_fetch_add_explicit(&rt->blocks, 1, memory_order_relaxed) + 1);
 }
 
-static void block_put(struct rblock *b)
+void mra_block_put(struct rblock *b)
 {
     atomic_fetch_sub_explicit(&g_blocks_used, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&g_routes[b->route].blocks, 1, memory_order_relaxed);
@@ -97,6 +97,9 @@ static void block_put(struct rblock *b)
 
 struct rblock *mra_block_get(bool *fresh)
 {
+    struct tstate *ts = tls_ts;
+    if (ts && ts->scan)
+        mra_slab_scan(ts); /* its slab blocks with nothing out first */
     struct rblock *b = NULL;
     *fresh = true; /* but a free block that kept its pages */
     uint64_t now = coarse_ns();
@@ -159,7 +162,7 @@ static void retire(struct region *r)
     r->bump = r->end = r->last = NULL;
     r->fresh = false;
     if (v == 0)
-        block_put(b);
+        mra_block_put(b);
 }
 
 /* r's block b from its first byte again; fresh: its bytes are all zero */
@@ -243,7 +246,7 @@ void mra_region_free_slow(struct rblock *b, struct region *r, void *p, uint64_t 
     if (v == 0 && r && r->cur == b)
         start_over(r, b, false); /* nothing live: start over */
     else if (v == 1)
-        block_put(b);
+        mra_block_put(b);
 }
 
 bool mra_region_grow(void *p, size_t m)
