@@ -140,7 +140,10 @@ struct region {
     uint64_t allocations;        /* the thread's allocations of the route (any kind) */
     struct slab_class *cls;      /* a slab route's: SLAB_CLASSES, made at its first use */
     uint32_t scan_epoch;         /* a slab route's scans */
-    bool scan;                   /* a slab route's: a class's list grew: scan at the next block */
+    bool scan;                   /* a slab route's: a class's list grew, or with threads its lists
+                                    spilled scan_at bytes: a scan at the next block */
+    uint64_t spilled, scan_at;   /* a slab route's: bytes its lists spilled since the last scan,
+                                    and the bytes that make one due (0: the first spill) */
 };
 
 /* A stack walked before and its route: the walk's frames compared whole
@@ -293,11 +296,11 @@ uint64_t mra_region_held_peak(void);
  * more than SLAB_KEEP free objects of a class gives half to the shared
  * stack, from which a thread whose list is empty takes them all.
  * A class whose list grows past a block's worth (then past twice what it
- * held) asks for a scan of the route's lists, which the thread makes the
- * next time it takes a block from the range: a block whose objects are
- * all on the lists is taken off them and given back (a program's next
- * phase, at other sites, reuses the memory the last one freed, as in
- * glibc's one heap). */
+ * held; with threads, the route's spills) asks for a scan of the route's
+ * lists and shared stacks, which the thread makes the next time it takes
+ * a block from the range: a block of its whose objects are all there is
+ * taken off them and given back (a program's next phase, at other sites,
+ * reuses the memory the last one freed, as in glibc's one heap). */
 /* The object size of p, in slab block b. */
 static inline unsigned mra_slab_psize(const struct rblock *b, const void *p)
 {

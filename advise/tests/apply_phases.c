@@ -7,10 +7,14 @@
  * and the routes' memory at its peak must be about one phase's, not two
  * (a route that kept its free objects held both).
  *
- *   apply_phases [STEPS]        (default 200000 replacements a phase)
+ *   apply_phases [STEPS [THREAD]]   (default 200000 replacements a phase)
+ *
+ * THREAD 1: the phases run on a second thread (the runtime's lists then
+ * spill to the routes' shared stacks, and its scans take those too).
  *
  * stdout: a checksum.  Exit 0. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,15 +86,38 @@ static uint64_t phase(record *(*make)(uint64_t, uint32_t), record **table, long 
     return sum;
 }
 
+struct job {
+    long steps;
+    uint64_t sum;
+};
+
+static void *phases(void *arg)
+{
+    struct job *j = arg;
+    record **table = calloc(LIVE, sizeof *table);
+    if (table == NULL) {
+        fputs("apply_phases: out of memory\n", stderr);
+        exit(1);
+    }
+    uint64_t seed = 0x7068617365ULL;
+    j->sum = phase(new_a, table, j->steps, &seed);
+    j->sum += phase(new_b, table, j->steps, &seed);
+    free(table);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
-    long steps = argc > 1 ? atol(argv[1]) : 200000;
-    record **table = calloc(LIVE, sizeof *table);
-    if (table == NULL)
-        return 1;
-    uint64_t seed = 0x7068617365ULL, sum = phase(new_a, table, steps, &seed);
-    sum += phase(new_b, table, steps, &seed);
-    free(table);
-    printf("checksum %" PRIu64 "\n", sum);
+    struct job j = { argc > 1 ? atol(argv[1]) : 200000, 0 };
+    if (argc > 2 && atoi(argv[2]) == 1) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, phases, &j) != 0 || pthread_join(t, NULL) != 0) {
+            fputs("apply_phases: no thread\n", stderr);
+            return 1;
+        }
+    } else {
+        phases(&j);
+    }
+    printf("checksum %" PRIu64 "\n", j.sum);
     return 0;
 }
