@@ -383,7 +383,9 @@ static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero
             late_tick();
         }
     }
-    return zero ? next_calloc(1, n) : next_malloc(n);
+    void *p = zero ? next_calloc(1, n) : next_malloc(n);
+    mra_glibc_took();
+    return p;
 }
 
 EXPORT void *malloc(size_t n)
@@ -427,8 +429,11 @@ static void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
         return do_malloc(n, false, ra, cfa);
     size_t old;
     unsigned route = owner_of(p, &old);
-    if (route == 0)
-        return next_realloc(p, n);
+    if (route == 0) {
+        void *q = next_realloc(p, n);
+        mra_glibc_took();
+        return q;
+    }
     if (n == 0) { /* glibc: frees, returns NULL */
         free(p);
         return NULL;

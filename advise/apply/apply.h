@@ -283,6 +283,20 @@ bool mra_region_grow(void *p, size_t m);
 void mra_region_thread_exit(struct tstate *ts);
 void mra_region_atfork(int stage);   /* 0 prepare, 1 parent, 2 child */
 uint64_t mra_region_held_peak(void);
+/* glibc's heap end (libc's, exported since glibc 2.2.5), and the mark
+ * past which a call glibc served tells region.c that it grew while free
+ * blocks kept their pages (UINTPTR_MAX: none keep any). */
+extern void *__curbrk __attribute__((visibility("default")));
+extern _Atomic uintptr_t g_brk_mark;
+__attribute__((noinline, cold)) void mra_region_glibc_grew(void);
+/* A slab's scan is due: glibc's growth is watched (it runs the scan). */
+void mra_region_watch_glibc(void);
+static inline void mra_glibc_took(void)
+{
+    uintptr_t mark = atomic_load_explicit(&g_brk_mark, memory_order_relaxed);
+    if (UNLIKELY(mark != UINTPTR_MAX) && (uintptr_t)__curbrk > mark)
+        mra_region_glibc_grew();
+}
 
 /* slab.c: the site slab, for a pools or objpool site: per thread and
  * size class (16-byte steps up to POOL_MAX) a free list of objects

@@ -113,10 +113,12 @@ void mra_slab_over(struct tstate *ts, unsigned route, unsigned c)
         if (r->spilled >= r->scan_at) {
             r->scan = true;
             ts->scan = true;
+            mra_region_watch_glibc();
         }
     } else if (!atomic_load_explicit(&g_multi, memory_order_relaxed)) {
         ts->reg[route].scan = true;
         ts->scan = true;
+        mra_region_watch_glibc();
     }
     s->limit = class_limit(s);
 }

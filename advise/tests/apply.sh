@@ -3,7 +3,7 @@
 # advise/tests/apply.sh -- `memres-advise apply` keeps a program's output:
 #
 #   apply.sh ADVISOR WORKDIR [--stdin FILE] [--expect KIND]... [--max-held BYTES] [--kat-counts]
-#            [--routed-min KIND N] [--under LIB] -- PROGRAM [ARGS...]
+#            [--routed-min KIND N] [--rss-max RATIO] [--under LIB] -- PROGRAM [ARGS...]
 #
 # records PROGRAM and writes the plan of every site the rules name an
 # allocator for (--plan-candidates, --min-share 0: each kind of route gets
@@ -16,7 +16,9 @@
 # exactly the allocations the known-answer program counts at its sites
 # ("KAT-COUNT NAME n" on its stderr, one route a site: a call identified as
 # another site's shows as a count off by it), and (--routed-min) the routes of
-# KIND served N allocations or more.  --under LIB: the native and
+# KIND served N allocations or more, and (--rss-max) the peak RSS the program
+# prints ("PEAK-RSS KB" on its stderr) under the plan was at most RATIO
+# times its native run's.  --under LIB: the native and
 # the applied runs with the malloc LIB preloaded (after the runtime: every
 # call the plan does not route, and every pointer it did not hand out, goes
 # to LIB).  Exit 77 (skipped) when PROGRAM or LIB is not installed.
@@ -28,6 +30,7 @@ expect=()
 max_held=
 kat_counts=
 routed_kind= routed_min=
+rss_max=
 under=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
     --max-held) max_held=$2; shift 2 ;;
     --kat-counts) kat_counts=1; shift ;;
     --routed-min) routed_kind=$2; routed_min=$3; shift 3 ;;
+    --rss-max) rss_max=$2; shift 2 ;;
     --under) under=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "apply.sh: unknown option $1" >&2; exit 2 ;;
@@ -83,6 +87,13 @@ fi
 held=$(awk '$1 == "held_peak" { print $2 }' "$work/stats")
 if [ -n "$max_held" ] && [ "${held:-0}" -gt "$max_held" ]; then
   fail "the routes held $held bytes at their peak, more than $max_held ($work/plan, $work/stats)"
+fi
+if [ -n "$rss_max" ]; then
+  rn=$(awk '$1 == "PEAK-RSS" { print $2 }' "$work/native.err")
+  ra=$(awk '$1 == "PEAK-RSS" { print $2 }' "$work/applied.err")
+  [ -n "$rn" ] && [ -n "$ra" ] || fail "the program printed no PEAK-RSS line ($work/native.err, $work/applied.err)"
+  awk -v a="$ra" -v n="$rn" -v m="$rss_max" 'BEGIN { exit !(a <= n * m) }' \
+    || fail "peak RSS $ra KB under the plan, more than $rss_max x the native run's $rn KB ($work/stats)"
 fi
 if [ -n "$kat_counts" ]; then
   want=$(awk '$1 == "KAT-COUNT" { print $3 }' "$work/native.err" | sort -n | tr '\n' ' ')
