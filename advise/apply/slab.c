@@ -242,16 +242,19 @@ static void scan_see(struct rblock *b, uint32_t e, struct rblock **seen)
     *seen = b;
 }
 
-/* The objects of a chain that are ts's counted in their blocks. */
-static void scan_count(const struct tstate *ts, void *p, uint32_t e, struct rblock **seen)
+/* The objects of a chain that are ts's counted in their blocks; the
+ * chain's length. */
+static uint64_t scan_count(const struct tstate *ts, void *p, uint32_t e, struct rblock **seen)
 {
-    for (; p; p = *(void **)p) {
+    uint64_t n = 0;
+    for (; p; p = *(void **)p, n++) {
         struct rblock *b = mra_region_block(p);
         if (b->owner != ts->id)
             continue; /* another thread's block: its own scans count it */
         scan_see(b, e, seen);
         b->listed++;
     }
+    return n;
 }
 
 /* The chain at *pl less the objects of ts's dying blocks; how many went. */
@@ -297,10 +300,9 @@ static void scan_route(struct tstate *ts, unsigned route)
         taken[c] = shared && atomic_load_explicit(&sh->stack, memory_order_relaxed)
                        ? atomic_exchange_explicit(&sh->stack, NULL, memory_order_acquire)
                        : NULL;
-        scan_count(ts, s->free, e, &seen);
-        scan_count(ts, s->loose, e, &seen);
-        scan_count(ts, taken[c], e, &seen);
-        bytes += (uint64_t)s->n * s->size;
+        uint64_t walked = scan_count(ts, s->free, e, &seen) + scan_count(ts, s->loose, e, &seen) +
+                          scan_count(ts, taken[c], e, &seen);
+        bytes += walked * s->size;
         struct rblock *b = rest_block(s);
         if (b) {
             scan_see(b, e, &seen);
@@ -332,8 +334,9 @@ static void scan_route(struct tstate *ts, unsigned route)
             if (b->dying)
                 mra_block_put(b);
         }
-    /* with threads, the next scan when the lists have spilled as much
-     * again, a block's worth at least */
+    /* with threads, the next scan when the lists have spilled twice what
+     * this one walked, a block's worth at least: the walks cost no more
+     * than the spills (a consumer's shared stack can hold millions) */
     r->spilled = 0;
     r->scan_at = bytes > RBLOCK / 2 ? 2 * bytes : RBLOCK;
 }
