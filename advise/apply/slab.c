@@ -98,27 +98,30 @@ static void shared_push(struct slab_shared *sh, void *first, void *last)
                                                   memory_order_relaxed));
 }
 
+/* r's scan due, made at the thread's next block or glibc's next growth. */
+static void scan_due(struct tstate *ts, struct region *r)
+{
+    r->scan = true;
+    ts->scan = true;
+    mra_region_watch_glibc();
+}
+
 void mra_slab_over(struct tstate *ts, unsigned route, unsigned c)
 {
-    struct slab_class *s = &ts->reg[route].cls[c];
-    if (atomic_load_explicit(&g_multi, memory_order_relaxed) && s->n > SLAB_KEEP) {
+    struct region *r = &ts->reg[route];
+    struct slab_class *s = &r->cls[c];
+    if (!atomic_load_explicit(&g_multi, memory_order_relaxed)) {
+        scan_due(ts, r);
+    } else if (s->n > SLAB_KEEP) {
         void *first = s->free, *last = first;
         for (unsigned i = 1; i < SLAB_KEEP / 2; i++)
             last = *(void **)last;
         s->free = *(void **)last;
         s->n -= SLAB_KEEP / 2;
         shared_push(&g_routes[route].shared[c], first, last);
-        struct region *r = &ts->reg[route];
         r->spilled += (uint64_t)(SLAB_KEEP / 2) * s->size;
-        if (r->spilled >= r->scan_at) {
-            r->scan = true;
-            ts->scan = true;
-            mra_region_watch_glibc();
-        }
-    } else if (!atomic_load_explicit(&g_multi, memory_order_relaxed)) {
-        ts->reg[route].scan = true;
-        ts->scan = true;
-        mra_region_watch_glibc();
+        if (r->spilled >= r->scan_at)
+            scan_due(ts, r);
     }
     s->limit = class_limit(s);
 }
