@@ -141,7 +141,9 @@ static const char *const page_js[] = {
     "    by(R.live_bytes_at_exit) + \" in \" + cnt(R.live_objects_at_exit) + \" objects; \" + cnt(R.threads) + \" "
         "thread(s)\"],",
     "  [\"sites\", cnt(R.nsites) + \" call stacks of depth \" + R.depth +",
-    "    (R.nsites > S.length ? \" (this report holds the first \" + cnt(S.length) + \")\" : \"\")],",
+    "    (R.nsites > S.length ? \" (this report holds the first \" + cnt(S.length) + \")\" : \"\") +",
+    "    (R.sample_bytes ? \"; sampled (--sample \" + R.sample_bytes + \"): each site's figures are estimates \" +",
+    "      \"from one allocation recorded per \" + R.sample_bytes + \" bytes on average\" : \"\")],",
     "  [\"the \" + share + \"% rule\", \"a site is recommended only where its predicted saving is at least \" + "
         "share +",
     "    \"% of the run time (\" + ns(R.min_share * R.run_time_ns) + \")\"],",

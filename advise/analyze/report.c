@@ -218,10 +218,11 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
         fprintf(o,
                 "run time %s CPU (at least what glibc's calls take at this machine's calibration; the "
                 "recorder's hooks, sampled, came to %s of the %s recorded (user + system)%s%s: an estimate too "
-                "coarse where the recorder is most of the run; %s wall)",
+                "coarse where the recorder is most of the run%s; %s wall)",
                 fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b3, sizeof b3, (double)h->recorder_ns),
                 fmt_ns(b5, sizeof b5, (double)h->cpu_ns), h->recorder_ns < h->cpu_ns ? ", leaving " : "",
                 h->recorder_ns < h->cpu_ns ? fmt_ns(b2, sizeof b2, (double)(h->cpu_ns - h->recorder_ns)) : "",
+                a->speed_probes.sample_bytes ? "" : " (--sample 1024 records a sample, at about half the cost)",
                 fmt_ns(b6, sizeof b6, a->recorded_ns));
     else if (h->cpu_ns) {
         /* where the hooks are most of the recorded run, the program's time is
@@ -229,12 +230,13 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
          * samples overstate them (Debian's cppcheck: 85% of the run, the
          * estimate 0.37-0.67x its native run) */
         double hooks = (double)h->cpu_ns - a->program_ns * a->speed;
-        char most[200] = "";
+        char most[300] = "";
         if (hooks > 0.5 * (double)h->cpu_ns)
             snprintf(most, sizeof most,
                      "; the hooks are %.0f%% of the recorded run: the program's own time is a rough estimate "
-                     "(often low), and so are the shares of it below; measure times the program alone",
-                     100 * hooks / (double)h->cpu_ns);
+                     "(often low), and so are the shares of it below; measure times the program alone%s",
+                     100 * hooks / (double)h->cpu_ns,
+                     a->speed_probes.sample_bytes ? "" : "; --sample 1024 records a sample, at about half the cost");
         fprintf(o, "run time %s CPU (user + system: %s under the recorder less %s in its hooks; %s wall%s)",
                 fmt_ns(b1, sizeof b1, a->program_ns), fmt_ns(b5, sizeof b5, (double)h->cpu_ns),
                 fmt_ns(b3, sizeof b3, hooks), fmt_ns(b6, sizeof b6, a->recorded_ns), most);
@@ -273,6 +275,11 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
         fprintf(o, "; trace %s events, %.2f bytes/event", fmt_count(b2, sizeof b2, h->trace_events),
                 share(h->trace_bytes, h->trace_events));
     fputc('\n', o);
+    if (a->speed_probes.sample_bytes)
+        fprintf(o, "sampled (--sample %llu): one allocation recorded per %llu bytes on average, each standing "
+                   "for those of its size not recorded; each site's figures are estimates, the program's "
+                   "totals above counted\n",
+                (unsigned long long)a->speed_probes.sample_bytes, (unsigned long long)a->speed_probes.sample_bytes);
     fprintf(o, "folded wrappers:");
     if (!a->nfolded)
         fprintf(o, " none");
@@ -508,6 +515,7 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     jnum(o, a->speed);
     fprintf(o, ", \"speed_probe_ns\": ");
     jnum(o, a->speed_probe_ns);
+    fprintf(o, ", \"sample_bytes\": %llu", U(a->speed_probes.sample_bytes));
     fprintf(o,
             ",\n  \"allocations\": %llu,\n  \"frees\": %llu,\n  \"reallocs\": %llu,\n  \"bytes\": %llu,\n"
             "  \"peak_live_bytes\": %llu,\n  \"peak_live_objects\": %llu,\n  \"live_bytes_at_exit\": %llu,\n"

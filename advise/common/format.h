@@ -13,6 +13,8 @@
  *   MEMRES_ADVISE_DEPTH     frames to record per site (the driver passes
  *                           --depth + MRA_FOLD_EXTRA, for folding)
  *   MEMRES_ADVISE_TRACE     path of the trace to write (optional)
+ *   MEMRES_ADVISE_SAMPLE    record one allocation per this many bytes on
+ *                           average (16..4032; optional, not with a trace)
  *   MEMRES_ADVISE_PRELOAD   LD_PRELOAD as it was before the driver added the
  *                           recorder, when it was set (absent: LD_PRELOAD was
  *                           unset): restored at start-up
@@ -203,7 +205,9 @@ struct mra_heap_site {
 struct mra_speed {
     double start_ns, exit_ns;
     uint64_t cost_ns;            /* the probes' own CPU time, taken off the header's cpu_ns */
-    uint64_t reserved;
+    uint64_t sample_bytes;       /* 0: every allocation recorded; else allocations sampled,
+                                    one per this many bytes on average, and each site's
+                                    figures estimates (record/sample.c) */
 };
 
 /* ---- the trace ---- */

@@ -95,17 +95,18 @@ static inline void note_realloc(struct tstate *ts, struct hdr *h, uint32_t site,
 {
     struct lsite *l = lsite_get(ts, site);
     struct gsite *g = g_sites[site];
-    uint64_t lb = cnt_add(&g->live_bytes, n - old);
+    uint64_t w = hdr_weight(h); /* the reallocs it stands for (sampled) */
+    uint64_t lb = cnt_add(&g->live_bytes, (n - old) * w);
     cnt_max(&g->peak_bytes, lb);
-    cnt_max(&g->arena_peak, cnt_add(&g->arena_cur, n));
+    cnt_max(&g->arena_peak, cnt_add(&g->arena_cur, n * w));
     cnt_max(&g_peak_bytes, cnt_add(&g_live_bytes, n - old));
     tl_peak_note(ts->last_tick, ts->t_cur);
     if (UNLIKELY(!l))
         return;
     uint64_t chain = (h->size_misc >> SIZE_BITS) & CHAIN_MAX;
-    l->s.reallocs++;
+    l->s.reallocs += w;
     if (moved)
-        l->s.realloc_moves++;
+        l->s.realloc_moves += w;
     if (chain > l->s.realloc_chain_max)
         l->s.realloc_chain_max = chain;
     if (ts->tbuf) {
@@ -129,6 +130,125 @@ static inline void glibc_note(struct tstate *ts, uint32_t site, int64_t d, uint3
         if (d > g_slow)
             l->s.glibc_slow_time += d * w;
     }
+}
+
+/* The program's live counters: with one recording thread, plain loads
+ * and stores (of atomics: no data race, no locked instruction).
+ * prog_add is true when the live bytes may have reached a new peak (for
+ * the timeline). */
+#define LD(a) atomic_load_explicit(&(a), memory_order_relaxed)
+#define ST(a, v) atomic_store_explicit(&(a), (v), memory_order_relaxed)
+static inline bool prog_add(uint64_t n)
+{
+    if (LIKELY(!LD(g_multi))) {
+        uint64_t po = LD(g_live_objects) + 1, pb = LD(g_live_bytes) + n;
+        ST(g_live_objects, po);
+        ST(g_live_bytes, pb);
+        if (UNLIKELY(po > LD(g_peak_objects)))
+            ST(g_peak_objects, po);
+        if (LIKELY(pb <= LD(g_peak_bytes)))
+            return false;
+        ST(g_peak_bytes, pb);
+        return true;
+    }
+    uint64_t po = cnt_add(&g_live_objects, 1);
+    uint64_t pb = cnt_add(&g_live_bytes, n);
+    cnt_max(&g_peak_objects, po);
+    cnt_max(&g_peak_bytes, pb);
+    return pb >= LD(g_peak_bytes);
+}
+
+static inline void prog_sub(uint64_t n)
+{
+    if (LIKELY(!LD(g_multi))) {
+        ST(g_live_objects, LD(g_live_objects) - 1);
+        ST(g_live_bytes, LD(g_live_bytes) - n);
+        return;
+    }
+    cnt_add(&g_live_objects, (uint64_t)-1);
+    cnt_add(&g_live_bytes, (uint64_t)0 - n);
+}
+
+static inline void free_raw(uint32_t site, void *raw)
+{
+    uint64_t sz = chunk_word(raw);
+    if (UNLIKELY(sz > 128 + 7))
+        mrr_free_watched(site, raw, sz);
+    else
+        __libc_free(raw);
+}
+
+/* Sampling (sample.c): the bytes an allocation of n takes off the thread's
+ * way to its next sampled one (16 at least, a multiple of 16). */
+static inline uint64_t sample_size(size_t n)
+{
+    return n < 16 ? 16 : ((uint64_t)n + 15) & ~(uint64_t)15;
+}
+
+/* Whether an allocation of sz such bytes is passed over (the bytes taken
+ * off the way); else the way is 0 until the next gap is drawn. */
+static inline bool sample_skip(struct tstate *ts, uint64_t sz)
+{
+    if (LIKELY(ts->alloc_left > sz)) {
+        ts->alloc_left -= sz;
+        return true;
+    }
+    ts->alloc_left = 0;
+    return false;
+}
+
+/* An allocation the sampling passed over: a header of two words, the program's
+ * totals and the allocation clock; one hook in SAMPLE_EVERY is timed (for
+ * the recorder's time: record.c's mrr_unsampled_timed). */
+static inline void *unsampled_made(struct tstate *ts, char *raw, size_t n)
+{
+    if (UNLIKELY(raw == NULL))
+        return NULL;
+    char *p = raw + HDR;
+    struct hdr *h = hdr_of(p);
+    h->size_misc = (uint64_t)n | (uint64_t)4 << 58;
+    h->tag_site = (uint64_t)tag_of(p) << 32 | SITE_UNSAMPLED;
+    uint64_t tick = next_tick(ts);
+    if (UNLIKELY(ts->nburst != 0))
+        mrr_burst_end(ts);
+    ts->all_allocs++;
+    ts->all_bytes += n;
+    if (UNLIKELY(prog_add(n)))
+        tl_peak_note(tick, ts->t_cur);
+    return p;
+}
+
+static inline void *unsampled_alloc(struct tstate *ts, size_t n, bool zero)
+{
+    if (unsampled_timed(ts))
+        return mrr_unsampled_timed(ts, n, zero);
+    return unsampled_made(ts, zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR), n);
+}
+
+/* The free of an object the sampling passed over: the program's totals,
+ * the thread's burst. */
+static inline void unsampled_free(void *p)
+{
+    struct hdr *h = hdr_of(p);
+    uint64_t n = h->size_misc & SIZE_MASK;
+    h->tag_site = 0;
+    void *raw = uraw_of(p);
+    if (!recording()) {
+        __libc_free(raw);
+        return;
+    }
+    struct tstate *ts = tls_ts;
+    if (UNLIKELY(ts == NULL)) {
+        atomic_fetch_add_explicit(&g_all_frees, 1, memory_order_relaxed);
+    } else {
+        ts->all_frees++;
+        if (unsampled_timed(ts)) {
+            mrr_unsampled_free_timed(ts, raw, n);
+            return;
+        }
+    }
+    prog_sub(n);
+    free_raw(0, raw);
 }
 
 #pragma GCC visibility pop

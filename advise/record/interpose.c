@@ -10,6 +10,17 @@
 #define CALLER MRA_CALLER
 #define CALLER_CFA MRA_CALLER_CFA
 
+/* A recorded allocation (n <= MAX_REQ, alignment 16): sampled, one the
+ * sampling passes over is made here (record.h: its header of two words),
+ * the rest in record.c. */
+static inline void *rec_alloc(size_t n, bool zero, uintptr_t ra, uintptr_t cfa)
+{
+    struct tstate *ts = tls_ts;
+    if (g_sampling && LIKELY(ts != NULL) && sample_skip(ts, sample_size(n)))
+        return unsampled_alloc(ts, n, zero); /* calls nothing that allocates */
+    return mrr_rec_alloc(n, 0, zero, ra, cfa);
+}
+
 static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
 {
     if (!recording())
@@ -18,7 +29,7 @@ static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
         errno = ENOMEM;
         return NULL;
     }
-    return mrr_rec_alloc(n, 0, false, ra, cfa);
+    return rec_alloc(n, false, ra, cfa);
 }
 
 static inline void do_free(void *p, uintptr_t ra, uintptr_t cfa)
@@ -32,8 +43,12 @@ static inline void do_free(void *p, uintptr_t ra, uintptr_t cfa)
         __libc_free(p);
         return;
     }
-    struct hdr *h = hdr_of(p);
     uint32_t site = (uint32_t)w;
+    if (site == SITE_UNSAMPLED) {
+        unsampled_free(p);
+        return;
+    }
+    struct hdr *h = hdr_of(p);
     void *raw = raw_of(p, h);
     if (site != 0 && recording()) {
         mrr_rec_free(h, site, raw, ra, cfa);
@@ -62,8 +77,10 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
         errno = ENOMEM;
         return NULL;
     }
-    struct hdr *h = hdr_of(p);
     uint32_t site = (uint32_t)w;
+    if (site == SITE_UNSAMPLED)
+        return mrr_unsampled_realloc(p, n);
+    struct hdr *h = hdr_of(p);
     uint64_t old = h->size_misc & SIZE_MASK;
     unsigned alog = hdr_alog(h);
     struct tstate *ts = NULL;
@@ -72,7 +89,8 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
         ts = get_ts();
         tls_guard--;
     }
-    uint32_t sw = ts ? sample_now(ts) : 0;
+    uint32_t hooks;
+    uint32_t sw = !ts ? 0 : g_sampling ? sample_rec(ts, (uint32_t)hdr_weight(h), &hooks) : sample_now(ts);
     void *np;
     size_t mm = mmapped_chunk(raw_of(p, h));
     uintptr_t e0 = heap_end();
@@ -114,6 +132,7 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
     nh->tag_site = (uint64_t)tag_of(np) << 32 | site;
     if (ts) {
         tls_guard++;
+        ts->all_reallocs++;
         note_realloc(ts, nh, site, old, n, np != p);
         tls_guard--;
     }
@@ -162,7 +181,7 @@ EXPORT void *calloc(size_t a, size_t b)
         errno = ENOMEM;
         return NULL;
     }
-    return mrr_rec_alloc(n, 0, true, CALLER(), CALLER_CFA());
+    return rec_alloc(n, true, CALLER(), CALLER_CFA());
 }
 
 static inline void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
@@ -223,6 +242,8 @@ EXPORT size_t malloc_usable_size(void *p)
     uint64_t w = tag_word(p);
     if (!is_ours(p, w))
         return glibc_usable(p);
+    if ((uint32_t)w == SITE_UNSAMPLED)
+        return glibc_usable(uraw_of(p)) - HDR;
     struct hdr *h = hdr_of(p);
     return glibc_usable(raw_of(p, h)) - pad_of(hdr_alog(h));
 }

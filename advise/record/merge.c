@@ -49,6 +49,9 @@ static void merge_lsite(struct gsite *g, struct lsite *l)
     memcpy(t.hist_ticks, s->hist_ticks, sizeof t.hist_ticks);
     memcpy(t.hist_ns, s->hist_ns, sizeof t.hist_ns);
     mra_site_stats_add(m, &t);
+    g->mg->stack_judged += s->stack_judged;
+    g->mg->together_judged += s->together_judged;
+    g->mg->together_unjudged += s->together_unjudged;
     for (uint32_t i = 0; i < l->nsz; i++) {
         uint32_t j;
         for (j = 0; j < g->mg->nmsz; j++)
@@ -81,6 +84,11 @@ void mrr_merge_thread(struct tstate *ts)
             merge_lsite(g_sites[i], ts->ls[i]);
     atomic_fetch_add_explicit(&g_hook_time, ts->hook_time, memory_order_relaxed);
     ts->hook_time = 0;
+    atomic_fetch_add_explicit(&g_all_allocs, ts->all_allocs, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_all_bytes, ts->all_bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_all_frees, ts->all_frees, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_all_reallocs, ts->all_reallocs, memory_order_relaxed);
+    ts->all_allocs = ts->all_bytes = ts->all_frees = ts->all_reallocs = 0;
     uint64_t mt = atomic_load_explicit(&g_max_tick, memory_order_relaxed);
     if (ts->last_tick > mt)
         atomic_store_explicit(&g_max_tick, ts->last_tick, memory_order_relaxed);

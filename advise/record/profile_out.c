@@ -58,6 +58,15 @@ static void finish_site(struct gsite *g, struct mra_site_stats *out)
     out->peak_live_objects = atomic_load_explicit(&g->peak_objects, memory_order_relaxed);
     out->peak_live_bytes = atomic_load_explicit(&g->peak_bytes, memory_order_relaxed);
     out->arena_peak_bytes = atomic_load_explicit(&g->arena_peak, memory_order_relaxed);
+    if (g_sampling) {
+        /* the shares of the frees that tell (record.c: ring_free,
+         * mrr_burst_end), of all (none: no evidence, 0) */
+        const struct gmerged *mg = g->mg;
+        uint64_t j = mg->stack_judged, tj = mg->together_judged;
+        out->stack_like = j ? (uint64_t)((double)out->stack_like / (double)j * (double)out->frees) : 0;
+        out->freed_together =
+            tj ? (uint64_t)((double)out->freed_together / (double)tj * (double)(tj + mg->together_unjudged)) : 0;
+    }
     if (out->allocations == 0)
         out->min_size = 0;
     int64_t gt = (int64_t)out->glibc_ns;
@@ -84,6 +93,7 @@ void mrr_write_profile(uint64_t end_ns)
     mrr_heap_skip();
     struct mra_speed sp;
     mrr_speed_get(&sp);
+    sp.sample_bytes = g_sampling ? (uint64_t)g_sample_bytes : 0;
     uint32_t ns = atomic_load_explicit(&g_nsites, memory_order_acquire);
     dl_iterate_phdr(mrr_phdr_cb, NULL);
     char tmp[4200];
@@ -112,6 +122,12 @@ void mrr_write_profile(uint64_t end_ns)
         h.frees += g->mg->m.frees;
         h.reallocs += g->mg->m.reallocs;
         h.bytes += g->mg->m.bytes;
+    }
+    if (g_sampling) { /* the sites' figures are estimates; the totals counted */
+        h.allocations = atomic_load_explicit(&g_all_allocs, memory_order_relaxed);
+        h.bytes = atomic_load_explicit(&g_all_bytes, memory_order_relaxed);
+        h.frees = atomic_load_explicit(&g_all_frees, memory_order_relaxed);
+        h.reallocs = atomic_load_explicit(&g_all_reallocs, memory_order_relaxed);
     }
     h.peak_live_bytes = atomic_load_explicit(&g_peak_bytes, memory_order_relaxed);
     h.peak_live_objects = atomic_load_explicit(&g_peak_objects, memory_order_relaxed);

@@ -294,17 +294,15 @@ static inline uint32_t alloc_site(struct tstate *ts, uintptr_t ra, uintptr_t cfa
     return stack_walk_site(ts, ra, cfa, false);
 }
 
-/* The shared live counters: with one recording thread, plain loads and
- * stores (of atomics: no data race, no locked instruction).  True when
- * the program's live bytes may have reached a new peak (for the
- * timeline). */
-static inline bool live_add(struct gsite *g, uint64_t n)
+/* A site's live counters (hot.h's prog_add, prog_sub for the program's):
+ * its recorded objects, each as the w allocations it stands for; true
+ * when the program's live bytes may have reached a new peak. */
+static inline bool live_add(struct gsite *g, uint64_t n, uint64_t w)
 {
-    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
-#define LD(a) atomic_load_explicit(&(a), memory_order_relaxed)
-#define ST(a, v) atomic_store_explicit(&(a), (v), memory_order_relaxed)
-        uint64_t lo = LD(g->live_objects) + 1, lb = LD(g->live_bytes) + n;
-        uint64_t ac = lo == 1 ? n : LD(g->arena_cur) + n;
+    uint64_t nw = n * w;
+    if (LIKELY(!LD(g_multi))) {
+        uint64_t lo = LD(g->live_objects) + w, lb = LD(g->live_bytes) + nw;
+        uint64_t ac = lo == w ? nw : LD(g->arena_cur) + nw;
         ST(g->live_objects, lo);
         ST(g->live_bytes, lb);
         ST(g->arena_cur, ac);
@@ -314,61 +312,46 @@ static inline bool live_add(struct gsite *g, uint64_t n)
             ST(g->peak_bytes, lb);
         if (UNLIKELY(ac > LD(g->arena_peak)))
             ST(g->arena_peak, ac);
-        uint64_t po = LD(g_live_objects) + 1, pb = LD(g_live_bytes) + n;
-        ST(g_live_objects, po);
-        ST(g_live_bytes, pb);
-        if (UNLIKELY(po > LD(g_peak_objects)))
-            ST(g_peak_objects, po);
-        if (LIKELY(pb <= LD(g_peak_bytes)))
-            return false;
-        ST(g_peak_bytes, pb);
-        return true;
+        return prog_add(n);
     }
-    uint64_t lo = cnt_add(&g->live_objects, 1);
-    uint64_t lb = cnt_add(&g->live_bytes, n);
+    uint64_t lo = cnt_add(&g->live_objects, w);
+    uint64_t lb = cnt_add(&g->live_bytes, nw);
     cnt_max(&g->peak_objects, lo);
     cnt_max(&g->peak_bytes, lb);
     uint64_t ac;
-    if (lo == 1) {
-        ac = n;
-        atomic_store_explicit(&g->arena_cur, n, memory_order_relaxed);
+    if (lo == w) {
+        ac = nw;
+        atomic_store_explicit(&g->arena_cur, nw, memory_order_relaxed);
     } else {
-        ac = cnt_add(&g->arena_cur, n);
+        ac = cnt_add(&g->arena_cur, nw);
     }
     cnt_max(&g->arena_peak, ac);
-    uint64_t po = cnt_add(&g_live_objects, 1);
-    uint64_t pb = cnt_add(&g_live_bytes, n);
-    cnt_max(&g_peak_objects, po);
-    cnt_max(&g_peak_bytes, pb);
-    return pb >= atomic_load_explicit(&g_peak_bytes, memory_order_relaxed);
+    return prog_add(n);
 }
 
-static inline void live_sub(struct gsite *g, uint64_t n)
+static inline void live_sub(struct gsite *g, uint64_t n, uint64_t w)
 {
-    if (LIKELY(!atomic_load_explicit(&g_multi, memory_order_relaxed))) {
-        ST(g->live_objects, LD(g->live_objects) - 1);
-        ST(g->live_bytes, LD(g->live_bytes) - n);
-        ST(g_live_objects, LD(g_live_objects) - 1);
-        ST(g_live_bytes, LD(g_live_bytes) - n);
-        return;
+    if (LIKELY(!LD(g_multi))) {
+        ST(g->live_objects, LD(g->live_objects) - w);
+        ST(g->live_bytes, LD(g->live_bytes) - n * w);
+    } else {
+        cnt_add(&g->live_objects, (uint64_t)0 - w);
+        cnt_add(&g->live_bytes, (uint64_t)0 - n * w);
     }
-    cnt_add(&g->live_objects, (uint64_t)-1);
-    cnt_add(&g->live_bytes, (uint64_t)0 - n);
-    cnt_add(&g_live_objects, (uint64_t)-1);
-    cnt_add(&g_live_bytes, (uint64_t)0 - n);
+    prog_sub(n);
 }
 
 /* Counts size n in l's sizes; the size range follows the sizes not in
  * them (the table and the range are reset together). */
-static inline void size_note(struct lsite *l, uint64_t n)
+static inline void size_note(struct lsite *l, uint64_t n, uint64_t w)
 {
     if (LIKELY(l->nsz != 0 && l->sz[0].size == n)) {
-        l->sz[0].count++;
+        l->sz[0].count += w;
         return;
     }
     for (uint32_t i = 1; i < l->nsz; i++) {
         if (l->sz[i].size == n) {
-            if (++l->sz[i].count > l->sz[i - 1].count) {
+            if ((l->sz[i].count += w) > l->sz[i - 1].count) {
                 struct mra_size_count t = l->sz[i];
                 l->sz[i] = l->sz[i - 1];
                 l->sz[i - 1] = t;
@@ -382,11 +365,11 @@ static inline void size_note(struct lsite *l, uint64_t n)
         l->s.max_size = n;
     if (l->nsz < LSIZES) {
         l->sz[l->nsz].size = n;
-        l->sz[l->nsz].count = 1;
+        l->sz[l->nsz].count = w;
         l->nsz++;
         return;
     }
-    l->sz_other++;
+    l->sz_other += w;
     l->sz_overflow = 1;
 }
 
@@ -395,16 +378,33 @@ static inline void size_note(struct lsite *l, uint64_t n)
  * were two or more and no object of the group younger than the oldest of
  * them is left live on the thread (the ring holds the youngest live ones):
  * what an arena reset frees.  A collector's sweep, which also frees in
- * bursts, leaves younger survivors. */
+ * bursts, leaves younger survivors.
+ * Sampled, the ring holds the recorded objects only, and a burst tells
+ * only where it shows a younger recorded survivor (not together), or had
+ * two recorded frees and left none (together); a burst of one recorded
+ * free and no recorded survivor tells nothing (a recorded object among
+ * unrecorded survivors, in a collector's sweep, would look freed
+ * together).  The share of the frees of the bursts that tell stands for
+ * all (profile_out.c). */
 NOINLINE void mrr_burst_end(struct tstate *ts)
 {
+    bool sampled = g_sampling;
     for (uint32_t i = 0; i < ts->nburst; i++) {
         struct lsite *l = lsite_get(ts, ts->burst_sites[i]);
-        if (!l || l->burst_epoch != ts->burst_epoch || l->burst_n < 2)
+        if (!l || l->burst_epoch != ts->burst_epoch)
             continue;
-        if (l->rcount != 0 && l->ring[(l->rhead + l->rcount - 1) % RING] > l->burst_min)
-            continue;
-        l->s.freed_together += l->burst_n;
+        bool younger = l->rcount != 0 && l->ring[(l->rhead + l->rcount - 1) % RING] > l->burst_min;
+        if (!sampled) {
+            if (l->burst_n >= 2 && !younger)
+                l->s.freed_together += l->burst_n;
+        } else if (younger) {
+            l->s.together_judged += l->burst_n;
+        } else if (l->burst_recs >= 2) {
+            l->s.freed_together += l->burst_n;
+            l->s.together_judged += l->burst_n;
+        } else {
+            l->s.together_unjudged += l->burst_n;
+        }
     }
     ts->nburst = 0;
     ts->burst_epoch++;
@@ -412,13 +412,15 @@ NOINLINE void mrr_burst_end(struct tstate *ts)
         ts->burst_epoch = 1;
 }
 
-/* Writes p's header and counts the allocation (site != 0). */
+/* Writes p's header and counts the allocation (site != 0), which stands
+ * for w (1 unless sampled). */
 static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t n, unsigned alog,
-                              size_t align)
+                              size_t align, uint64_t w)
 {
     struct hdr *h = hdr_of(p);
     uint64_t tick = next_tick(ts);
-    h->birth_time = thread_time(ts);
+    uint64_t t = thread_time(ts);
+    h->birth_time = (t & BIRTH_MASK) | w << BIRTH_BITS;
     h->size_misc = (uint64_t)n | (uint64_t)alog << 58;
     h->tick_thread = (tick & TICK_MASK) << THR_BITS | (ts->index & THR_MASK);
     h->tag_site = (uint64_t)tag_of(p) << 32 | site;
@@ -428,13 +430,14 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
     if (UNLIKELY(!l))
         return;
     struct lstats *s = &l->s;
-    if (UNLIKELY(s->allocations++ == 0))
+    if (UNLIKELY(s->allocations == 0))
         s->first_tick = tick;
-    s->bytes += n;
+    s->allocations += w;
+    s->bytes += n * w;
     s->last_tick = tick;
     if (align > 16)
-        s->aligned++;
-    size_note(l, n);
+        s->aligned += w;
+    size_note(l, n, w);
     /* stack-like: push the birth on the group's ring */
     struct lsite *gr = l->grp;
     if (gr->rcount < RING) {
@@ -446,8 +449,8 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
         gr->rlost++;
     }
     gr->rlast_pop = UINT64_MAX;
-    if (UNLIKELY(live_add(g_sites[site], n)))
-        tl_peak_note(tick, h->birth_time);
+    if (UNLIKELY(live_add(g_sites[site], n, w)))
+        tl_peak_note(tick, t);
     if (ts->tbuf) {
         uint8_t *q = tr_room(ts);
         uint32_t ev = 1;
@@ -472,23 +475,38 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t 
 }
 
 
-static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s)
+/* Whether a free takes the youngest live object of the group (stack-like).
+ * Sampled, only the recorded objects are in the ring, and a free shows
+ * whether its object was the youngest only where another recorded one of
+ * the group is live: those frees are judged (stack_judged) and the share
+ * among them stands for all (profile_out.c); a recorded object alone in
+ * the ring would look like the top of a stack in any order of frees (a
+ * tree's, freed children first). */
+static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s, uint64_t w)
 {
+    bool sampled = g_sampling;
     if (LIKELY(l->rcount != 0)) {
         uint32_t top = (l->rhead + l->rcount - 1) % RING;
         if (LIKELY(l->ring[top] == birth)) {
+            if (!sampled) {
+                s->stack_like += w;
+            } else if (l->rcount + l->rlost >= 2) {
+                s->stack_like += w;
+                s->stack_judged += w;
+            }
             l->rcount--;
-            s->stack_like++;
             l->rlast_pop = birth;
             return;
         }
+        if (sampled && birth < l->ring[top])
+            s->stack_judged += w; /* a younger recorded one is live */
         /* the ring holds births in increasing order: search only within */
         if (birth < l->ring[l->rhead] || birth > l->ring[top])
             return;
         for (uint32_t k = l->rcount - 1; k-- > 0;) {
             uint32_t j = (l->rhead + k) % RING;
             if (l->ring[j] == birth) {
-                for (uint32_t m = k; m + 1 < l->rcount; m++)
+                for (uint32_t m = k; m + 1u < l->rcount; m++)
                     l->ring[(l->rhead + m) % RING] = l->ring[(l->rhead + m + 1) % RING];
                 l->rcount--;
                 return;
@@ -499,8 +517,13 @@ static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s)
     /* the ring ran empty while older objects live: a free in reverse order
      * of birth continues the stack */
     if (l->rlost != 0 && birth < l->rlast_pop) {
+        if (!sampled) {
+            s->stack_like += w;
+        } else if (l->rlost >= 2) {
+            s->stack_like += w;
+            s->stack_judged += w;
+        }
         l->rlost--;
-        s->stack_like++;
         l->rlast_pop = birth;
     }
 }
@@ -508,24 +531,24 @@ static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s)
 static inline __attribute__((always_inline)) void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
 {
     uint64_t n = h->size_misc & SIZE_MASK;
+    uint64_t w = hdr_weight(h);
     struct lsite *l = lsite_get(ts, site);
     struct gsite *g = g_sites[site];
-    live_sub(g, n);
+    live_sub(g, n, w);
     if (UNLIKELY(!l))
         return;
     struct lstats *s = &l->s;
     uint64_t life;
     uint64_t birth = birth_tick(ts, h, &life);
-    uint64_t t = thread_time(ts);
-    uint64_t lns = t > h->birth_time ? t - h->birth_time : 0;
+    uint64_t lns = since_birth(thread_time(ts), h->birth_time);
     if (g_use_tsc)
         lns = time_to_ns(lns);
-    s->frees++;
-    s->freed_bytes += n;
-    s->lifetime_ticks_sum += life;
-    s->lifetime_ns_sum += lns;
-    s->hist_ticks[mra_bucket(life)]++;
-    s->hist_ns[mra_bucket(lns)]++;
+    s->frees += w;
+    s->freed_bytes += n * w;
+    s->lifetime_ticks_sum += life * w;
+    s->lifetime_ns_sum += lns * w;
+    s->hist_ticks[mra_bucket(life)] += w;
+    s->hist_ns[mra_bucket(lns)] += w;
     /* the burst: frees of this thread with no allocation between, of any
      * sites, followed per group */
     struct lsite *gr = l->grp;
@@ -535,15 +558,18 @@ static inline __attribute__((always_inline)) void note_free(struct tstate *ts, s
         gr->burst_epoch = ts->burst_epoch;
         gr->burst_min = birth;
         gr->burst_n = 0;
+        gr->burst_recs = 0;
         ts->burst_sites[ts->nburst++] = g->group;
     }
-    gr->burst_n++;
+    gr->burst_n += (uint32_t)w;
+    if (gr->burst_recs < 2)
+        gr->burst_recs = (uint16_t)(gr->burst_recs + 1);
     if (birth < gr->burst_min)
         gr->burst_min = birth;
     if ((h->tick_thread & THR_MASK) != (ts->index & THR_MASK))
-        s->remote_frees++;
+        s->remote_frees += w;
     else
-        ring_free(gr, birth, s);
+        ring_free(gr, birth, s, w);
     if (ts->tbuf) {
         uint8_t *q = tr_room(ts);
         q = mra_put_varint(q, mra_zigzag((int64_t)(ts->tr_prev_tick - birth)) << 2 | MRA_EV_FREE);
@@ -557,18 +583,60 @@ static inline __attribute__((always_inline)) void note_free(struct tstate *ts, s
  * site under the merge lock. */
 static COLD void late_free(struct hdr *h, uint32_t site)
 {
-    uint64_t n = h->size_misc & SIZE_MASK;
+    uint64_t n = h->size_misc & SIZE_MASK, w = hdr_weight(h);
     struct gsite *g = g_sites[site];
-    atomic_fetch_add_explicit(&g->live_objects, (uint64_t)-1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&g->live_bytes, (uint64_t)0 - n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->live_objects, (uint64_t)0 - w, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->live_bytes, (uint64_t)0 - n * w, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_live_objects, (uint64_t)-1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_live_bytes, (uint64_t)0 - n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_all_frees, 1, memory_order_relaxed);
     pthread_mutex_lock(&g_merge_mu);
-    g->mg->m.frees++;
-    g->mg->m.freed_bytes += n;
+    g->mg->m.frees += w;
+    g->mg->m.freed_bytes += n * w;
     pthread_mutex_unlock(&g_merge_mu);
 }
 
+
+/* The timed hooks of objects the sampling passed over (u_left's
+ * countdown at its end): the hook's own part timed, glibc's call left
+ * out, weighed by the gap -- one in UNSAMPLED_EVERY, the hooks being
+ * alike and their fences as costly as the rest of them. */
+#define UNSAMPLED_EVERY (4u * SAMPLE_EVERY)
+static uint32_t unsampled_gap(struct tstate *ts)
+{
+    uint32_t w = ts->u_gap;
+    ts->u_gap = ts->u_left = sample_gap(ts) * (UNSAMPLED_EVERY / SAMPLE_EVERY);
+    return w;
+}
+
+NOINLINE void *mrr_unsampled_timed(struct tstate *ts, size_t n, bool zero)
+{
+    tls_guard++;
+    uint32_t w = unsampled_gap(ts);
+    uint64_t t0 = now_time();
+    uint64_t t1 = fenced_time();
+    char *raw = zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR);
+    uint64_t t2 = fenced_time();
+    void *p = unsampled_made(ts, raw, n);
+    ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
+    mrr_tl_sample(ts, t2);
+    tls_guard--;
+    return p;
+}
+
+NOINLINE void mrr_unsampled_free_timed(struct tstate *ts, void *raw, uint64_t n)
+{
+    tls_guard++;
+    uint32_t w = unsampled_gap(ts);
+    uint64_t t0 = now_time();
+    prog_sub(n);
+    uint64_t t1 = fenced_time();
+    free_raw(0, raw);
+    uint64_t t2 = fenced_time();
+    ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
+    mrr_tl_sample(ts, t2);
+    tls_guard--;
+}
 
 NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa)
 {
@@ -578,7 +646,30 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         tls_guard--;
         return align > 16 ? __libc_memalign(align, n) : zero ? __libc_calloc(1, n) : __libc_malloc(n);
     }
-    uint32_t w = sample_now(ts);
+    /* wt: the allocations this one stands for; w: the hooks its timing
+     * does (sampled, every recorded one is timed, its glibc time standing
+     * for wt calls) */
+    uint64_t wt = 1;
+    uint32_t w, hw = 0;
+    if (g_sampling) {
+        if (align <= 16) {
+            /* rec_alloc (interpose.c) passed it on, unless the thread had
+             * no state yet (then its way is not 0) */
+            uint64_t sz = sample_size(n);
+            if (UNLIKELY(ts->alloc_left != 0) && sample_skip(ts, sz)) {
+                void *p = unsampled_alloc(ts, n, zero);
+                tls_guard--;
+                return p;
+            }
+            ts->alloc_left = mrr_sample_gap(ts);
+            wt = mrr_sample_weight(ts, sz);
+        }
+        ts->all_allocs++;
+        ts->all_bytes += n;
+        w = sample_rec(ts, (uint32_t)wt, &hw);
+    } else {
+        w = hw = sample_now(ts);
+    }
     uint64_t t0 = w ? now_time() : 0, t1 = 0, t2 = 0;
     uint32_t site = alloc_site(ts, ra, cfa);
     if (UNLIKELY(w))
@@ -597,7 +688,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         t2 = fenced_time();
     if (LIKELY(p != NULL)) {
         if (LIKELY(site != 0)) {
-            note_alloc(ts, site, p, n, alog, align);
+            note_alloc(ts, site, p, n, alog, align, wt);
             if (UNLIKELY(w))
                 glibc_note(ts, site, timed_fenced(t1, t2, n), w);
         } else {
@@ -608,38 +699,11 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         }
     }
     if (UNLIKELY(w)) {
-        ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
-        mrr_tl_sample(ts, t2); /* after the timed part: it would weigh w times */
+        ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * hw;
+        mrr_tl_sample(ts, t2); /* after the timed part: it would weigh hw times */
     }
     tls_guard--;
     return p;
-}
-
-/* glibc's free of raw's chunk, watching what it gives back (heap.c): a
- * chunk above fastbin size (128 bytes, glibc's default; smaller ones stop
- * in a bin) can end in a trim, an mmapped one (a page at least) is
- * unmapped.  sz: the chunk's size word, flags in its low 3 bits.  (A
- * program that lowers glibc.malloc.mxfast has trims this does not see.) */
-static COLD void free_watched(uint32_t site, void *raw, uint64_t sz)
-{
-    if (sz & 2u) {
-        __libc_free(raw);
-        mrr_heap_unmapped(site, (size_t)(sz & ~(uint64_t)7));
-        return;
-    }
-    uintptr_t e0 = heap_end();
-    __libc_free(raw);
-    if (UNLIKELY(heap_end() < e0))
-        mrr_heap_trimmed(site, e0, heap_end());
-}
-
-static inline void free_raw(uint32_t site, void *raw)
-{
-    uint64_t sz = chunk_word(raw);
-    if (UNLIKELY(sz > 128 + 7))
-        free_watched(site, raw, sz);
-    else
-        __libc_free(raw);
 }
 
 /* The stack of a sampled free, counted on the freed object's site. */
@@ -651,10 +715,11 @@ static void free_stack_note(struct tstate *ts, uint32_t site, uintptr_t ra, uint
         mra_free_sites_add(l->s.free_sites, l->s.free_site_counts, &l->s.nfree_sites, fs, w);
 }
 
-/* The rest of a timed free (sample_now gave w, the hook began at t0):
- * its stack noted, glibc's part timed. */
+/* The rest of a timed free (the hook began at t0): its stack noted and
+ * glibc's part timed, standing for w frees; the hook's own part for hw
+ * hooks (record.h: sample_now, sample_rec). */
 static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site, void *raw, uintptr_t ra,
-                                uintptr_t cfa, uint32_t w, uint64_t t0)
+                                uintptr_t cfa, uint32_t w, uint32_t hw, uint64_t t0)
 {
     /* the free's stack is walked on the sampled frees only: its time counts
      * once, the rest of the hook's for the w frees the sample stands for */
@@ -670,7 +735,7 @@ static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site,
      * part of it is taken off as for an allocation's */
     int64_t walk = timed(ta, tb);
     int64_t rest = timed_hook((int64_t)(t1 - t0) - (int64_t)(tb - ta) + g_fenced_plain_cost);
-    ts->hook_time += rest * w + walk;
+    ts->hook_time += rest * hw + walk;
     glibc_note(ts, site, timed_fenced(t1, t2, size), w);
     mrr_tl_sample(ts, t2);
 }
@@ -681,11 +746,17 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra
     tls_guard++;
     struct tstate *ts = get_ts();
     if (LIKELY(ts != NULL)) {
-        uint32_t w = sample_now(ts);
+        uint32_t hw = 0, w;
+        if (g_sampling) {
+            ts->all_frees++;
+            w = sample_rec(ts, (uint32_t)hdr_weight(h), &hw);
+        } else {
+            w = hw = sample_now(ts);
+        }
         uint64_t t0 = UNLIKELY(w != 0) ? now_time() : 0;
         note_free(ts, h, site);
         if (UNLIKELY(w != 0)) {
-            timed_free(ts, h, site, raw, ra, cfa, w, t0);
+            timed_free(ts, h, site, raw, ra, cfa, w, hw, t0);
             tls_guard--;
             return;
         }
@@ -695,4 +766,51 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra
     h->tag_site = 0;
     free_raw(site, raw);
     tls_guard--;
+}
+
+/* The realloc of an object the sampling passed over (n: 1..MAX_REQ): it
+ * stays unsampled, and only the program's live bytes change. */
+NOINLINE void *mrr_unsampled_realloc(void *p, size_t n)
+{
+    uint64_t old = hdr_of(p)->size_misc & SIZE_MASK;
+    uintptr_t e0 = heap_end();
+    char *raw = __libc_realloc(uraw_of(p), n + HDR);
+    if (!raw)
+        return NULL;
+    char *np = raw + HDR;
+    struct hdr *h = hdr_of(np);
+    h->size_misc = (uint64_t)n | (uint64_t)4 << 58;
+    h->tag_site = (uint64_t)tag_of(np) << 32 | SITE_UNSAMPLED;
+    if (recording()) {
+        if (UNLIKELY(heap_end() < e0))
+            mrr_heap_trimmed(0, e0, heap_end());
+        uint64_t pb = cnt_add(&g_live_bytes, (uint64_t)n - old);
+        cnt_max(&g_peak_bytes, pb);
+        struct tstate *ts = tls_ts;
+        if (ts) {
+            ts->all_reallocs++;
+            tl_peak_note(ts->last_tick, ts->t_cur);
+        } else {
+            atomic_fetch_add_explicit(&g_all_reallocs, 1, memory_order_relaxed);
+        }
+    }
+    return np;
+}
+
+/* glibc's free of raw's chunk, watching what it gives back (heap.c): a
+ * chunk above fastbin size (128 bytes, glibc's default; smaller ones stop
+ * in a bin) can end in a trim, an mmapped one (a page at least) is
+ * unmapped.  sz: the chunk's size word, flags in its low 3 bits.  (A
+ * program that lowers glibc.malloc.mxfast has trims this does not see.) */
+COLD void mrr_free_watched(uint32_t site, void *raw, uint64_t sz)
+{
+    if (sz & 2u) {
+        __libc_free(raw);
+        mrr_heap_unmapped(site, (size_t)(sz & ~(uint64_t)7));
+        return;
+    }
+    uintptr_t e0 = heap_end();
+    __libc_free(raw);
+    if (UNLIKELY(heap_end() < e0))
+        mrr_heap_trimmed(site, e0, heap_end());
 }

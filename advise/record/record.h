@@ -138,11 +138,16 @@ extern _Atomic int g_state;
 extern int g_stack_mode;
 extern unsigned g_depth;
 extern bool g_sk_on;                     /* stacks cached (record.c), set at start-up */
+extern bool g_sampling;                  /* allocations sampled (MEMRES_ADVISE_SAMPLE) */
+extern double g_sample_bytes;            /* ... one per this many bytes on average */
 extern uint64_t g_secret;
 extern _Atomic int g_multi;              /* a second thread has recorded */
 extern _Atomic uint64_t g_tick;      /* the allocation clock */
 extern _Atomic uint32_t g_nthreads;
 extern _Atomic uint64_t g_foreign;
+/* sampled: the program's allocations, bytes, frees and reallocs, every object
+ * counted (merged tstate.all_*): the profile's totals */
+extern _Atomic uint64_t g_all_allocs, g_all_bytes, g_all_frees, g_all_reallocs;
 extern _Atomic int64_t g_hook_time;      /* merged tstate.hook_time */
 extern _Atomic uint64_t g_max_tick;
 extern uint64_t g_start_ns;
@@ -284,12 +289,41 @@ extern int64_t g_slow;
 /* ---- the object header ---- */
 
 struct hdr {
-    uint64_t birth_time;  /* now_time() at birth */
+    uint64_t birth_time;  /* weight: 8 << 56 | now_time() at birth mod 2^56 */
     uint64_t size_misc;   /* size: 48 | realloc chain: 10 | log2 alignment: 6 */
     uint64_t tick_thread; /* birth tick mod 2^44 << 20 | thread index mod 2^20 */
     uint64_t tag_site;    /* tag: 32 (top bit set) << 32 | site */
 };
 _Static_assert(sizeof(struct hdr) == HDR, "32-byte header");
+
+/* A sampled object's weight (the allocations it stands for, 1 when every
+ * one is recorded) rides in the birth time's top byte: 2^56 clock units
+ * are over 270 days at 3 GHz, and lifetimes are taken mod 2^56. */
+#define BIRTH_BITS 56u
+#define BIRTH_MASK ((UINT64_C(1) << BIRTH_BITS) - 1)
+#define WEIGHT_MAX 255u
+
+static inline uint64_t hdr_weight(const struct hdr *h)
+{
+    return h->birth_time >> BIRTH_BITS;
+}
+
+/* The time from birth b (the header's) to t, 0 where t is not after it
+ * (another thread's clock read later). */
+static inline uint64_t since_birth(uint64_t t, uint64_t b)
+{
+    uint64_t d = (t - b) & BIRTH_MASK;
+    return d < (UINT64_C(1) << (BIRTH_BITS - 1)) ? d : 0;
+}
+
+/* An object not sampled (the recorder samples allocations: start.c) has
+ * the header's size word and the tag with this site, nothing else; only
+ * the program's totals count it.  Its header is as large as a recorded
+ * object's, so that both come from the same glibc bins: with a 16-byte
+ * one, the recorded objects' chunks were a size class of their own, its
+ * bins cold, and the glibc time timed on them twice the run's (kat_churn:
+ * 35.8 ms against 16.4 recording every allocation; 15.4 with 32 bytes). */
+#define SITE_UNSAMPLED UINT32_MAX
 
 static inline uint32_t tag_of(const void *p)
 {
@@ -329,6 +363,12 @@ static inline size_t pad_of(unsigned alog)
 static inline void *raw_of(void *p, const struct hdr *h)
 {
     return (char *)p - pad_of(hdr_alog(h));
+}
+
+/* An unsampled object's chunk (alignment 16 always). */
+static inline void *uraw_of(void *p)
+{
+    return (char *)p - HDR;
 }
 
 /* The main heap's end, as glibc's brk wrapper keeps it (glibc exports it
@@ -376,6 +416,9 @@ static inline size_t glibc_usable(void *raw)
 struct lstats {
     uint64_t allocations, bytes, last_tick, frees, freed_bytes, lifetime_ticks_sum, lifetime_ns_sum;
     uint64_t stack_like;
+    uint64_t stack_judged;       /* sampled: the frees that tell (record.c's ring_free) */
+    uint64_t together_judged, together_unjudged; /* sampled: the frees of the bursts that tell, and
+                                    of those that do not (record.c's mrr_burst_end) */
     uint64_t min_size, max_size, first_tick;
     uint64_t freed_together, remote_frees, aligned;
     uint64_t reallocs, realloc_moves, realloc_chain_max;
@@ -399,8 +442,11 @@ struct lsite {
     struct lsite *grp;           /* this thread's lsite of the site's group (itself, or
                                     the group's first site): its ring and bursts */
     uint32_t nsz, rcount;        /* sizes in sz; live births in ring */
-    uint32_t rhead, burst_n;     /* the ring's oldest; frees in the thread's current burst */
-    uint32_t burst_epoch, counted; /* the burst's number (0: none); counted in alloc_threads */
+    uint32_t rhead, burst_n;     /* the ring's oldest; frees in the thread's current burst
+                                    (sampled: the frees its recorded ones stand for) */
+    uint32_t burst_epoch;        /* the burst's number (0: none) */
+    uint16_t counted;            /* counted in alloc_threads */
+    uint16_t burst_recs;         /* sampled: recorded frees in the burst, up to 2 */
     uint64_t rlast_pop;          /* the birth the ring gave last */
     uint64_t burst_min;          /* the oldest birth freed in the thread's current burst */
     struct mra_size_count sz[LSIZES]; /* the first in line 0 */
@@ -445,6 +491,11 @@ struct tstate {
     uint32_t burst_sites[BURST_SITES];
     uint32_t samp_left, samp_gap; /* events to the next timed one, of a gap of */
     uint32_t samp_rng;
+    uint32_t rec_hooks;          /* sampled: recorded hooks since the last timed one */
+    uint32_t u_left, u_gap;      /* sampled: unsampled hooks to the next timed one, of a gap of */
+    uint64_t all_allocs, all_bytes, all_frees, all_reallocs; /* sampled: every object's (g_all_*) */
+    uint64_t alloc_left;         /* sampling: bytes to the next sampled allocation (0: this one) */
+    uint64_t alloc_rng;
     int64_t hook_time;           /* the recorder's own time in hooks, sampled (clock units) */
     uint64_t tick_next, tick_end, last_tick;
     struct sc_ent { uint64_t hash; uint64_t site; } sc[SC_SIZE]; /* hash -> site (frames_hash) */
@@ -516,21 +567,53 @@ static inline uint64_t thread_time(struct tstate *ts)
  * (Timing glibc's part per call does not work where the clock is coarse:
  * this project's virtual machines step rdtsc by 26 cycles, about 10 ns.) */
 #define SAMPLE_EVERY 64u
+static inline uint32_t sample_gap(struct tstate *ts)
+{
+    ts->samp_rng ^= ts->samp_rng << 13;
+    ts->samp_rng ^= ts->samp_rng >> 17;
+    ts->samp_rng ^= ts->samp_rng << 5;
+    return SAMPLE_EVERY / 2 + 1 + (ts->samp_rng % SAMPLE_EVERY);
+}
+
 static inline uint32_t sample_now(struct tstate *ts)
 {
     if (LIKELY(--ts->samp_left != 0))
         return 0;
     uint32_t w = ts->samp_gap;
-    ts->samp_rng ^= ts->samp_rng << 13;
-    ts->samp_rng ^= ts->samp_rng >> 17;
-    ts->samp_rng ^= ts->samp_rng << 5;
-    ts->samp_gap = ts->samp_left = SAMPLE_EVERY / 2 + 1 + (ts->samp_rng % SAMPLE_EVERY);
+    ts->samp_gap = ts->samp_left = sample_gap(ts);
     return w;
+}
+
+/* Sampled recording (sample.c) times its two kinds of hooks apart.  A
+ * recorded allocation or free stands for wt calls: the countdown goes by
+ * wt, so that a timed one stands for about SAMPLE_EVERY calls (the calls
+ * since the last, returned; 0: not timed), its glibc time weighed by
+ * them, and its hook's own time by the recorded hooks since the last
+ * timed one (*hooks).  The hooks of the objects not sampled have their
+ * own countdown (unsampled_timed: record.c). */
+static inline uint32_t sample_rec(struct tstate *ts, uint32_t wt, uint32_t *hooks)
+{
+    ts->rec_hooks++;
+    if (LIKELY(wt < ts->samp_left)) {
+        ts->samp_left -= wt;
+        return 0;
+    }
+    uint32_t w = ts->samp_gap + (wt - ts->samp_left);
+    ts->samp_gap = ts->samp_left = sample_gap(ts);
+    *hooks = ts->rec_hooks;
+    ts->rec_hooks = 0;
+    return w;
+}
+
+static inline bool unsampled_timed(struct tstate *ts)
+{
+    return UNLIKELY(--ts->u_left == 0);
 }
 
 struct gmerged {                 /* merged figures, under g_merge_mu */
     struct mra_site_stats m;
     uint64_t heap_given, heap_retaken; /* heap.c's, under its mutex */
+    uint64_t stack_judged, together_judged, together_unjudged; /* sampled: lstats' merged */
     struct mra_size_count msz[GSIZES];
     uint32_t nmsz, msz_overflow;
     uint64_t msz_other;
@@ -611,6 +694,10 @@ size_t mrr_tstate_bytes(void);
 COLD struct tstate *mrr_thread_register(void);
 COLD struct lsite *mrr_lsite_slow(struct tstate *ts, uint32_t site);
 void mrr_thread_release(struct tstate *ts);
+/* sample.c: the bytes to a thread's next sampled allocation; the weight of
+ * one of `size` bytes (rounded to 16), an integer in 1..WEIGHT_MAX */
+uint64_t mrr_sample_gap(struct tstate *ts);
+uint64_t mrr_sample_weight(struct tstate *ts, uint64_t size);
 /* trace.c */
 void mrr_trace_open(void);
 void mrr_write_all(int fd, const void *buf, size_t n);
@@ -619,6 +706,10 @@ COLD void mrr_tr_flush(struct tstate *ts);
 NOINLINE void mrr_burst_end(struct tstate *ts);
 NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa);
 NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra, uintptr_t cfa);
+COLD void mrr_free_watched(uint32_t site, void *raw, uint64_t sz);
+NOINLINE void *mrr_unsampled_timed(struct tstate *ts, size_t n, bool zero);
+NOINLINE void mrr_unsampled_free_timed(struct tstate *ts, void *raw, uint64_t n);
+NOINLINE void *mrr_unsampled_realloc(void *p, size_t n);
 /* merge.c */
 void mrr_merge_thread(struct tstate *ts);
 void mrr_thread_exit(void *arg);

@@ -44,13 +44,14 @@ __attribute__((constructor(101))) static void rec_init(void)
     long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
         g_pagesize = (size_t)ps;
-    bool have_prof, have_depth, have_trace, have_preload, have_stack;
-    char depth[32], preload[4096], stack[32];
+    bool have_prof, have_depth, have_trace, have_preload, have_stack, have_sample;
+    char depth[32], preload[4096], stack[32], sample[32];
     mra_env_take("MEMRES_ADVISE_PROFILE", g_profile, sizeof g_profile, &have_prof);
     mra_env_take("MEMRES_ADVISE_DEPTH", depth, sizeof depth, &have_depth);
     mra_env_take("MEMRES_ADVISE_TRACE", g_trace_path, sizeof g_trace_path, &have_trace);
     mra_env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
     mra_env_take("MEMRES_ADVISE_STACK", stack, sizeof stack, &have_stack); /* for measurements */
+    mra_env_take("MEMRES_ADVISE_SAMPLE", sample, sizeof sample, &have_sample);
     env_clean();
     /* LD_PRELOAD as it was before the driver: set (possibly to "") when
      * the driver passed it, unset when it did not */
@@ -72,6 +73,15 @@ __attribute__((constructor(101))) static void rec_init(void)
             g_stack_mode = STACK_FP;
         else if (strcmp(stack, "ra") == 0)
             g_stack_mode = STACK_RA;
+    }
+    /* sampled: a weight fits the header's byte (16 bytes at 4032: 252.5);
+     * a trace needs every event, so it wins */
+    if (have_sample && !(have_trace && g_trace_path[0])) {
+        long b = strtol(sample, NULL, 10);
+        if (b >= 16 && b <= 4032) {
+            g_sample_bytes = (double)b;
+            g_sampling = true;
+        }
     }
     /* the stack cache: the cached walk's mode, 2..SK_FRAMES frames */
     g_sk_on = g_stack_mode == STACK_CACHE && g_depth - 2u < SK_FRAMES - 1u;

@@ -12,11 +12,14 @@ _Atomic int g_state = ST_INIT;
 int g_stack_mode = STACK_CACHE;
 unsigned g_depth = 4u + MRA_FOLD_EXTRA;
 bool g_sk_on;
+bool g_sampling;
+double g_sample_bytes;
 uint64_t g_secret;
 _Atomic int g_multi;              /* a second thread has recorded */
 _Atomic uint64_t g_tick = 1;      /* the allocation clock */
 _Atomic uint32_t g_nthreads;
 _Atomic uint64_t g_foreign;
+_Atomic uint64_t g_all_allocs, g_all_bytes, g_all_frees, g_all_reallocs;
 _Atomic int64_t g_hook_time;      /* merged tstate.hook_time */
 _Atomic uint64_t g_max_tick;
 uint64_t g_start_ns;

@@ -30,8 +30,12 @@ COLD struct tstate *mrr_thread_register(void)
     ts->t_left = ts->t_period = 1;
     ts->t_warm = TIME_EVERY;
     ts->samp_left = ts->samp_gap = SAMPLE_EVERY;
+    ts->u_left = ts->u_gap = SAMPLE_EVERY;
     ts->burst_epoch = 1;
     ts->samp_rng = (uint32_t)mix64(g_secret ^ ts->index) | 1u;
+    ts->alloc_rng = mix64(g_secret + ts->index) | 1u;
+    if (g_sampling)
+        ts->alloc_left = mrr_sample_gap(ts);
     mra_walker_init(&ts->walk);
     pthread_mutex_lock(&g_list_mu);
     ts->next = g_threads;

@@ -46,20 +46,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # inputs for the real programs
-python3 - "$work" <<'EOF'
-import json, sys
-d = sys.argv[1]
-items = [{"id": i, "name": "item%d" % i, "tags": ["t%d" % (i % 17), "u%d" % (i % 5)], "price": i * 0.25,
-          "nested": {"a": i, "b": [1, 2, 3], "c": "x" * (i % 30)}} for i in range(100000)]
-open(d + "/doc.json", "w").write(json.dumps(items))
-with open(d + "/doc.xml", "w") as f:
-    f.write('<?xml version="1.0"?>\n<catalog>\n')
-    for i in range(100000):
-        f.write('<item id="%d" kind="k%d"><name>item %d</name><tags><t>a%d</t><t>b%d</t></tags>'
-                '<price cur="EUR">%d.25</price><desc>%s</desc></item>\n'
-                % (i, i % 13, i, i % 7, i % 11, i, "lorem ipsum " * (i % 8)))
-    f.write('</catalog>\n')
-EOF
+python3 "$here/real_inputs.py" "$work"
 mkdir -p "$work/cpc" && cp -r "$root/src" "$root/include" "$work/cpc/"
 printf 'CREATE TABLE params(n INTEGER);\nINSERT INTO params VALUES(1000);\n.read %s\n' \
   "$root/integrations/sqlite/tests/workload.sql" >"$work/sqlite.sql"

@@ -5,10 +5,11 @@
 #
 #   advise/tests/overhead.sh BUILD_DIR [ROUNDS]
 #
-# Each round runs each workload natively and under the recorder (preloaded
-# as memres-advise preloads it: MEMRES_ADVISE_DEPTH=8), back to back, and
-# takes the CPU time (user + system) of each; the ratio of the pair is the
-# round's overhead.  The median of the rounds' ratios (default 11 rounds)
+# Each round runs each workload natively, under the recorder (preloaded as
+# memres-advise preloads it: MEMRES_ADVISE_DEPTH=8) and under the recorder
+# sampling (memres-advise --sample 1024: MEMRES_ADVISE_SAMPLE=1024), back
+# to back, and takes the CPU time (user + system) of each; the ratio of
+# each recorded run to the native one is the round's overhead.  The median of the rounds' ratios (default 11 rounds)
 # stands where the host's speed drifts between rounds (this project's
 # machines are shared); the lowest and highest ratio show the spread.
 # Workloads: kat_trees at depth 16 (binary-trees on malloc, the
@@ -54,22 +55,30 @@ for ((r = 1; r <= ROUNDS; r++)); do
     n=$(cpu_ms "${inputs[$i]}" ${cmds[$i]})
     # shellcheck disable=SC2086
     x=$(cpu_ms "${inputs[$i]}" env MEMRES_ADVISE_PROFILE="$WORK/p" MEMRES_ADVISE_DEPTH=8 LD_PRELOAD="$REC" ${cmds[$i]})
-    echo "$i $n $x" >> "$WORK/times"
+    # shellcheck disable=SC2086
+    s=$(cpu_ms "${inputs[$i]}" env MEMRES_ADVISE_PROFILE="$WORK/p" MEMRES_ADVISE_DEPTH=8 MEMRES_ADVISE_SAMPLE=1024 \
+          LD_PRELOAD="$REC" ${cmds[$i]})
+    echo "$i $n $x $s" >> "$WORK/times"
   done
 done
 
 echo "recorder overhead: CPU time (user + system), $ROUNDS interleaved rounds; ratio = recorded / native"
-echo "of each round (median, lowest-highest); targets: kat_trees <= 3x, lua5.4 and sqlite3 <= 1.5x"
-printf '%-30s %12s %14s %22s\n' workload "native ms" "recorded ms" "ratio (spread)"
+echo "of each round (median, lowest-highest); sampled: --sample 1024; targets: kat_trees <= 3x, lua5.4"
+echo "and sqlite3 <= 1.5x"
+printf '%-30s %10s %12s %22s %12s %22s\n' workload "native ms" "recorded ms" "ratio (spread)" "sampled ms" \
+  "ratio (spread)"
 for i in "${!cmds[@]}"; do
   awk -v i="$i" -v l="${labels[$i]}" '
     function med(a, k,   j, m, t) { # sorts a[1..k], the median
       for (j = 2; j <= k; j++) { t = a[j]; for (m = j - 1; m >= 1 && a[m] > t; m--) a[m + 1] = a[m]; a[m + 1] = t }
       return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
     }
-    $1 == i { k++; n[k] = $2; x[k] = $3; q[k] = $2 > 0 ? $3 / $2 : 0 }
-    END {
+    function spread(q, k,   j, lo, hi) {
       lo = hi = q[1]; for (j = 1; j <= k; j++) { if (q[j] < lo) lo = q[j]; if (q[j] > hi) hi = q[j] }
-      printf "%-30s %12d %14d %22s\n", l, med(n, k), med(x, k), sprintf("%.2fx (%.2f-%.2f)", med(q, k), lo, hi)
+      return sprintf("%.2fx (%.2f-%.2f)", med(q, k), lo, hi)
+    }
+    $1 == i { k++; n[k] = $2; x[k] = $3; s[k] = $4; q[k] = $2 > 0 ? $3 / $2 : 0; r[k] = $2 > 0 ? $4 / $2 : 0 }
+    END {
+      printf "%-30s %10d %12d %22s %12d %22s\n", l, med(n, k), med(x, k), spread(q, k), med(s, k), spread(r, k)
     }' "$WORK/times"
 done

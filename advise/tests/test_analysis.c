@@ -1004,7 +1004,8 @@ static void test_run_time_floor(void **state)
           "rough estimate" },
         { 700000000ull,
           "less 700.0 ms in its hooks; 1.00 s wall; the hooks are 70% of the recorded run: the program's own time is "
-          "a rough estimate (often low), and so are the shares of it below; measure times the program alone)",
+          "a rough estimate (often low), and so are the shares of it below; measure times the program alone; "
+          "--sample 1024 records a sample, at about half the cost)",
           NULL },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
