@@ -204,10 +204,9 @@ static inline void *unsampled_made(struct tstate *ts, char *raw, size_t n)
 {
     if (UNLIKELY(raw == NULL))
         return NULL;
-    char *p = raw + HDR;
-    struct hdr *h = hdr_of(p);
-    h->size_misc = (uint64_t)n | (uint64_t)4 << 58;
-    h->tag_site = (uint64_t)tag_of(p) << 32 | SITE_UNSAMPLED;
+    char *p = raw + UHDR;
+    *usize_of(p) = (uint64_t)n | (uint64_t)4 << 58;
+    *tagw_of(p) = (uint64_t)tag_of(p) << 32 | SITE_UNSAMPLED;
     uint64_t tick = next_tick(ts);
     if (UNLIKELY(ts->nburst != 0))
         mrr_burst_end(ts);
@@ -222,16 +221,15 @@ static inline void *unsampled_alloc(struct tstate *ts, size_t n, bool zero)
 {
     if (unsampled_timed(ts))
         return mrr_unsampled_timed(ts, n, zero);
-    return unsampled_made(ts, zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR), n);
+    return unsampled_made(ts, zero ? __libc_calloc(1, n + UHDR) : __libc_malloc(n + UHDR), n);
 }
 
 /* The free of an object the sampling passed over: the program's totals,
  * the thread's burst. */
 static inline void unsampled_free(void *p)
 {
-    struct hdr *h = hdr_of(p);
-    uint64_t n = h->size_misc & SIZE_MASK;
-    h->tag_site = 0;
+    uint64_t n = *usize_of(p) & SIZE_MASK;
+    *tagw_of(p) = 0;
     void *raw = uraw_of(p);
     if (!recording()) {
         __libc_free(raw);

@@ -43,18 +43,18 @@ static inline void do_free(void *p, uintptr_t ra, uintptr_t cfa)
         __libc_free(p);
         return;
     }
-    uint32_t site = (uint32_t)w;
-    if (site == SITE_UNSAMPLED) {
+    uint32_t sf = (uint32_t)w;
+    if (sf == SITE_UNSAMPLED) {
         unsampled_free(p);
         return;
     }
-    struct hdr *h = hdr_of(p);
-    void *raw = raw_of(p, h);
-    if (site != 0 && recording()) {
-        mrr_rec_free(h, site, raw, ra, cfa);
+    struct hdr *h = obj_hdr(p, sf);
+    void *raw = obj_raw(p, sf, h);
+    if ((sf & ~SITE_SIDE) != 0 && recording()) {
+        mrr_rec_free(p, h, sf, raw, ra, cfa);
         return;
     }
-    h->tag_site = 0;
+    *tagw_of(p) = 0; /* (a side record stays taken: a fork's child, or after the profile) */
     __libc_free(raw);
 }
 
@@ -77,10 +77,11 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
         errno = ENOMEM;
         return NULL;
     }
-    uint32_t site = (uint32_t)w;
-    if (site == SITE_UNSAMPLED)
+    uint32_t sf = (uint32_t)w, site = sf & ~SITE_SIDE;
+    if (sf == SITE_UNSAMPLED)
         return mrr_unsampled_realloc(p, n);
-    struct hdr *h = hdr_of(p);
+    struct hdr *h = obj_hdr(p, sf);
+    size_t pad = (sf & SITE_SIDE) ? UHDR : HDR; /* alignment 16 */
     uint64_t old = h->size_misc & SIZE_MASK;
     unsigned alog = hdr_alog(h);
     struct tstate *ts = NULL;
@@ -92,11 +93,11 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
     uint32_t hooks;
     uint32_t sw = !ts ? 0 : g_sampling ? sample_rec(ts, (uint32_t)hdr_weight(h), &hooks) : sample_now(ts);
     void *np;
-    size_t mm = mmapped_chunk(raw_of(p, h));
+    size_t mm = mmapped_chunk(obj_raw(p, sf, h));
     uintptr_t e0 = heap_end();
     if (alog <= 4u) {
         uint64_t t1 = sw ? fenced_time() : 0;
-        void *raw = __libc_realloc((char *)p - HDR, n + HDR);
+        void *raw = __libc_realloc((char *)p - pad, n + pad);
         if (UNLIKELY(sw)) {
             tls_guard++;
             glibc_note(ts, site, timed_fenced(t1, fenced_time(), n > old ? n : old), sw);
@@ -104,8 +105,8 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
         }
         if (!raw)
             return NULL;
-        np = (char *)raw + HDR;
-    } else {
+        np = (char *)raw + pad;
+    } else { /* the header in the object (side records: alignment 16 only) */
         void *raw = __libc_malloc(n + HDR);
         if (!raw)
             return NULL;
@@ -113,23 +114,23 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
         size_t usable = glibc_usable(raw_of(p, h)) - pad_of(alog);
         memcpy(np, p, usable < n ? usable : n);
         memcpy(hdr_of(np), h, HDR);
-        h->tag_site = 0;
+        *tagw_of(p) = 0;
         __libc_free(raw_of(p, h));
     }
     if (site != 0) {
         /* an mmapped chunk that moved into the heap is unmapped (one that
          * stays mapped, or becomes so, counts at its free) */
-        if (UNLIKELY(mm) && !mmapped_chunk((char *)np - HDR)) /* the new chunk: alignment 16 */
+        if (UNLIKELY(mm) && !mmapped_chunk((char *)np - pad)) /* the new chunk: alignment 16 */
             mrr_heap_unmapped(site, mm);
         if (UNLIKELY(heap_end() < e0))
             mrr_heap_trimmed(site, e0, heap_end());
     }
-    struct hdr *nh = hdr_of(np);
+    struct hdr *nh = obj_hdr(np, sf); /* a side record: the same, its index moved with the object */
     uint64_t chain = (nh->size_misc >> SIZE_BITS) & CHAIN_MAX;
     if (chain < CHAIN_MAX)
         chain++;
     nh->size_misc = (uint64_t)n | chain << SIZE_BITS | (uint64_t)4 << 58;
-    nh->tag_site = (uint64_t)tag_of(np) << 32 | site;
+    *tagw_of(np) = (uint64_t)tag_of(np) << 32 | sf;
     if (ts) {
         tls_guard++;
         ts->all_reallocs++;
@@ -242,8 +243,8 @@ EXPORT size_t malloc_usable_size(void *p)
     uint64_t w = tag_word(p);
     if (!is_ours(p, w))
         return glibc_usable(p);
-    if ((uint32_t)w == SITE_UNSAMPLED)
-        return glibc_usable(uraw_of(p)) - HDR;
+    if ((uint32_t)w == SITE_UNSAMPLED || ((uint32_t)w & SITE_SIDE))
+        return glibc_usable(uraw_of(p)) - UHDR;
     struct hdr *h = hdr_of(p);
     return glibc_usable(raw_of(p, h)) - pad_of(hdr_alog(h));
 }

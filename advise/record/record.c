@@ -412,18 +412,18 @@ NOINLINE void mrr_burst_end(struct tstate *ts)
         ts->burst_epoch = 1;
 }
 
-/* Writes p's header and counts the allocation (site != 0), which stands
- * for w (1 unless sampled). */
-static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, size_t n, unsigned alog,
-                              size_t align, uint64_t w)
+/* Writes p's header h (in the object or a side record) and its tag word
+ * (site field sf) and counts the allocation (site != 0), which stands for
+ * w (1 unless sampled). */
+static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, struct hdr *h, uint32_t sf, size_t n,
+                              unsigned alog, size_t align, uint64_t w)
 {
-    struct hdr *h = hdr_of(p);
     uint64_t tick = next_tick(ts);
     uint64_t t = thread_time(ts);
     h->birth_time = (t & BIRTH_MASK) | w << BIRTH_BITS;
     h->size_misc = (uint64_t)n | (uint64_t)alog << 58;
     h->tick_thread = (tick & TICK_MASK) << THR_BITS | (ts->index & THR_MASK);
-    h->tag_site = (uint64_t)tag_of(p) << 32 | site;
+    *tagw_of(p) = (uint64_t)tag_of(p) << 32 | sf;
     if (UNLIKELY(ts->nburst != 0))
         mrr_burst_end(ts);
     struct lsite *l = lsite_get(ts, site);
@@ -615,7 +615,7 @@ NOINLINE void *mrr_unsampled_timed(struct tstate *ts, size_t n, bool zero)
     uint32_t w = unsampled_gap(ts);
     uint64_t t0 = now_time();
     uint64_t t1 = fenced_time();
-    char *raw = zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR);
+    char *raw = zero ? __libc_calloc(1, n + UHDR) : __libc_malloc(n + UHDR);
     uint64_t t2 = fenced_time();
     void *p = unsampled_made(ts, raw, n);
     ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
@@ -672,6 +672,8 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     }
     uint64_t t0 = w ? now_time() : 0, t1 = 0, t2 = 0;
     uint32_t site = alloc_site(ts, ra, cfa);
+    /* sampled, the header in a side record (side.c) where one is left */
+    uint32_t side = g_sampling && site != 0 && align <= 16 ? mrr_side_get(ts) : 0;
     if (UNLIKELY(w))
         t1 = fenced_time();
     void *raw, *p;
@@ -681,14 +683,24 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
         raw = __libc_memalign(align, n + align);
         p = raw ? (char *)raw + align : NULL;
     } else {
-        raw = zero ? __libc_calloc(1, n + HDR) : __libc_malloc(n + HDR);
-        p = raw ? (char *)raw + HDR : NULL;
+        size_t pad = side ? UHDR : HDR;
+        raw = zero ? __libc_calloc(1, n + pad) : __libc_malloc(n + pad);
+        p = raw ? (char *)raw + pad : NULL;
     }
     if (UNLIKELY(w))
         t2 = fenced_time();
+    if (UNLIKELY(p == NULL) && side)
+        mrr_side_put(ts, side);
     if (LIKELY(p != NULL)) {
         if (LIKELY(site != 0)) {
-            note_alloc(ts, site, p, n, alog, align, wt);
+            struct hdr *h = hdr_of(p);
+            uint32_t sf = site;
+            if (side) {
+                *usize_of(p) = side;
+                h = &g_side[side];
+                sf |= SITE_SIDE;
+            }
+            note_alloc(ts, site, p, h, sf, n, alog, align, wt);
             if (UNLIKELY(w))
                 glibc_note(ts, site, timed_fenced(t1, t2, n), w);
         } else {
@@ -715,10 +727,10 @@ static void free_stack_note(struct tstate *ts, uint32_t site, uintptr_t ra, uint
         mra_free_sites_add(l->s.free_sites, l->s.free_site_counts, &l->s.nfree_sites, fs, w);
 }
 
-/* The rest of a timed free (the hook began at t0): its stack noted and
- * glibc's part timed, standing for w frees; the hook's own part for hw
- * hooks (record.h: sample_now, sample_rec). */
-static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site, void *raw, uintptr_t ra,
+/* The rest of a timed free of p (the hook began at t0): its stack noted
+ * and glibc's part timed, standing for w frees; the hook's own part for
+ * hw hooks (record.h: sample_now, sample_rec). */
+static NOINLINE void timed_free(struct tstate *ts, void *p, struct hdr *h, uint32_t site, void *raw, uintptr_t ra,
                                 uintptr_t cfa, uint32_t w, uint32_t hw, uint64_t t0)
 {
     /* the free's stack is walked on the sampled frees only: its time counts
@@ -727,7 +739,7 @@ static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site,
     free_stack_note(ts, site, ra, cfa, w);
     uint64_t tb = now_time();
     uint64_t size = h->size_misc & SIZE_MASK;
-    h->tag_site = 0;
+    *tagw_of(p) = 0;
     uint64_t t1 = fenced_time();
     free_raw(site, raw);
     uint64_t t2 = fenced_time();
@@ -740,10 +752,13 @@ static NOINLINE void timed_free(struct tstate *ts, struct hdr *h, uint32_t site,
     mrr_tl_sample(ts, t2);
 }
 
-/* Counts the free of a recorded object and frees it. */
-NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra, uintptr_t cfa)
+/* Counts the free of a recorded object p (header h, site field sf) and
+ * frees it. */
+NOINLINE void mrr_rec_free(void *p, struct hdr *h, uint32_t sf, void *raw, uintptr_t ra, uintptr_t cfa)
 {
     tls_guard++;
+    uint32_t site = sf & ~SITE_SIDE;
+    uint32_t side = (sf & SITE_SIDE) ? (uint32_t)*usize_of(p) : 0;
     struct tstate *ts = get_ts();
     if (LIKELY(ts != NULL)) {
         uint32_t hw = 0, w;
@@ -756,15 +771,19 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra
         uint64_t t0 = UNLIKELY(w != 0) ? now_time() : 0;
         note_free(ts, h, site);
         if (UNLIKELY(w != 0)) {
-            timed_free(ts, h, site, raw, ra, cfa, w, hw, t0);
+            timed_free(ts, p, h, site, raw, ra, cfa, w, hw, t0);
+            if (side)
+                mrr_side_put(ts, side);
             tls_guard--;
             return;
         }
     } else {
         late_free(h, site);
     }
-    h->tag_site = 0;
+    *tagw_of(p) = 0;
     free_raw(site, raw);
+    if (side)
+        mrr_side_put(ts, side);
     tls_guard--;
 }
 
@@ -772,15 +791,14 @@ NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra
  * stays unsampled, and only the program's live bytes change. */
 NOINLINE void *mrr_unsampled_realloc(void *p, size_t n)
 {
-    uint64_t old = hdr_of(p)->size_misc & SIZE_MASK;
+    uint64_t old = *usize_of(p) & SIZE_MASK;
     uintptr_t e0 = heap_end();
-    char *raw = __libc_realloc(uraw_of(p), n + HDR);
+    char *raw = __libc_realloc(uraw_of(p), n + UHDR);
     if (!raw)
         return NULL;
-    char *np = raw + HDR;
-    struct hdr *h = hdr_of(np);
-    h->size_misc = (uint64_t)n | (uint64_t)4 << 58;
-    h->tag_site = (uint64_t)tag_of(np) << 32 | SITE_UNSAMPLED;
+    char *np = raw + UHDR;
+    *usize_of(np) = (uint64_t)n | (uint64_t)4 << 58;
+    *tagw_of(np) = (uint64_t)tag_of(np) << 32 | SITE_UNSAMPLED;
     if (recording()) {
         if (UNLIKELY(heap_end() < e0))
             mrr_heap_trimmed(0, e0, heap_end());

@@ -316,14 +316,24 @@ static inline uint64_t since_birth(uint64_t t, uint64_t b)
     return d < (UINT64_C(1) << (BIRTH_BITS - 1)) ? d : 0;
 }
 
-/* An object not sampled (the recorder samples allocations: start.c) has
- * the header's size word and the tag with this site, nothing else; only
- * the program's totals count it.  Its header is as large as a recorded
- * object's, so that both come from the same glibc bins: with a 16-byte
- * one, the recorded objects' chunks were a size class of their own, its
+/* Sampled (the recorder samples allocations: sample.c), an object has two
+ * words before it, 16 bytes: the tag word, and
+ *   - for an object the sampling passed over, site SITE_UNSAMPLED, and the
+ *     size word; only the program's totals count it;
+ *   - for an object recorded whole, its site with SITE_SIDE, and the index
+ *     of its side record (side.c: the header's other words).
+ * Both come from the same glibc bins: with the recorded objects' 32-byte
+ * header in the object, their chunks were a size class of their own, its
  * bins cold, and the glibc time timed on them twice the run's (kat_churn:
- * 35.8 ms against 16.4 recording every allocation; 15.4 with 32 bytes). */
+ * 35.8 ms against 16.4 recording every allocation).  An aligned object,
+ * and any object once the side records are used up, keeps the header in
+ * the object. */
 #define SITE_UNSAMPLED UINT32_MAX
+#define SITE_SIDE 0x80000000u
+#define UHDR 16u
+#define SIDE_MAX (1u << 26)  /* side records: 2 GiB of address space, 32 bytes each */
+extern struct hdr *g_side;
+extern uint32_t g_side_max;        /* SIDE_MAX, or fewer (MEMRES_ADVISE_SIDE_MAX, for tests) */
 
 static inline uint32_t tag_of(const void *p)
 {
@@ -365,10 +375,37 @@ static inline void *raw_of(void *p, const struct hdr *h)
     return (char *)p - pad_of(hdr_alog(h));
 }
 
-/* An unsampled object's chunk (alignment 16 always). */
+/* The tag word of an object of the recorder. */
+static inline uint64_t *tagw_of(void *p)
+{
+    return (uint64_t *)(void *)((char *)p - 8);
+}
+
+/* An unsampled object's size word, and its chunk (alignment 16 always;
+ * also a side-recorded object's). */
+static inline uint64_t *usize_of(void *p)
+{
+    return (uint64_t *)(void *)((char *)p - UHDR);
+}
+
 static inline void *uraw_of(void *p)
 {
-    return (char *)p - HDR;
+    return (char *)p - UHDR;
+}
+
+/* The header of a recorded object whose tag word has site field sf: its
+ * side record or the 32 bytes before it (its tag_site unused in a side
+ * record: the tag is the object's); and its chunk. */
+static inline struct hdr *obj_hdr(void *p, uint32_t sf)
+{
+    if (sf & SITE_SIDE)
+        return &g_side[(uint32_t)*usize_of(p)];
+    return hdr_of(p);
+}
+
+static inline void *obj_raw(void *p, uint32_t sf, const struct hdr *h)
+{
+    return (sf & SITE_SIDE) ? uraw_of(p) : raw_of(p, h);
 }
 
 /* The main heap's end, as glibc's brk wrapper keeps it (glibc exports it
@@ -494,6 +531,7 @@ struct tstate {
     uint32_t rec_hooks;          /* sampled: recorded hooks since the last timed one */
     uint32_t u_left, u_gap;      /* sampled: unsampled hooks to the next timed one, of a gap of */
     uint64_t all_allocs, all_bytes, all_frees, all_reallocs; /* sampled: every object's (g_all_*) */
+    uint32_t side_free, side_nfree; /* sampled: the thread's free side records (side.c) */
     uint64_t alloc_left;         /* sampling: bytes to the next sampled allocation (0: this one) */
     uint64_t alloc_rng;
     int64_t hook_time;           /* the recorder's own time in hooks, sampled (clock units) */
@@ -698,6 +736,13 @@ void mrr_thread_release(struct tstate *ts);
  * one of `size` bytes (rounded to 16), an integer in 1..WEIGHT_MAX */
 uint64_t mrr_sample_gap(struct tstate *ts);
 uint64_t mrr_sample_weight(struct tstate *ts, uint64_t size);
+/* side.c: the side records mapped; one taken (0: none left), one given
+ * back (ts NULL: the thread's state is gone); a released thread's given
+ * to the others */
+void mrr_side_start(void);
+uint32_t mrr_side_get(struct tstate *ts);
+void mrr_side_put(struct tstate *ts, uint32_t i);
+void mrr_side_release(struct tstate *ts);
 /* trace.c */
 void mrr_trace_open(void);
 void mrr_write_all(int fd, const void *buf, size_t n);
@@ -705,7 +750,7 @@ COLD void mrr_tr_flush(struct tstate *ts);
 /* record.c */
 NOINLINE void mrr_burst_end(struct tstate *ts);
 NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa);
-NOINLINE void mrr_rec_free(struct hdr *h, uint32_t site, void *raw, uintptr_t ra, uintptr_t cfa);
+NOINLINE void mrr_rec_free(void *p, struct hdr *h, uint32_t sf, void *raw, uintptr_t ra, uintptr_t cfa);
 COLD void mrr_free_watched(uint32_t site, void *raw, uint64_t sz);
 NOINLINE void *mrr_unsampled_timed(struct tstate *ts, size_t n, bool zero);
 NOINLINE void mrr_unsampled_free_timed(struct tstate *ts, void *raw, uint64_t n);

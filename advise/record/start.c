@@ -44,14 +44,15 @@ __attribute__((constructor(101))) static void rec_init(void)
     long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
         g_pagesize = (size_t)ps;
-    bool have_prof, have_depth, have_trace, have_preload, have_stack, have_sample;
-    char depth[32], preload[4096], stack[32], sample[32];
+    bool have_prof, have_depth, have_trace, have_preload, have_stack, have_sample, have_side;
+    char depth[32], preload[4096], stack[32], sample[32], side[32];
     mra_env_take("MEMRES_ADVISE_PROFILE", g_profile, sizeof g_profile, &have_prof);
     mra_env_take("MEMRES_ADVISE_DEPTH", depth, sizeof depth, &have_depth);
     mra_env_take("MEMRES_ADVISE_TRACE", g_trace_path, sizeof g_trace_path, &have_trace);
     mra_env_take("MEMRES_ADVISE_PRELOAD", preload, sizeof preload, &have_preload);
     mra_env_take("MEMRES_ADVISE_STACK", stack, sizeof stack, &have_stack); /* for measurements */
     mra_env_take("MEMRES_ADVISE_SAMPLE", sample, sizeof sample, &have_sample);
+    mra_env_take("MEMRES_ADVISE_SIDE_MAX", side, sizeof side, &have_side); /* for tests */
     env_clean();
     /* LD_PRELOAD as it was before the driver: set (possibly to "") when
      * the driver passed it, unset when it did not */
@@ -81,6 +82,10 @@ __attribute__((constructor(101))) static void rec_init(void)
         if (b >= 16 && b <= 4032) {
             g_sample_bytes = (double)b;
             g_sampling = true;
+            long m = have_side ? strtol(side, NULL, 10) : 0;
+            if (m >= 1 && m < (long)SIDE_MAX)
+                g_side_max = (uint32_t)m;
+            mrr_side_start(); /* none mapped: the headers stay in the objects */
         }
     }
     /* the stack cache: the cached walk's mode, 2..SK_FRAMES frames */

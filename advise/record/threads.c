@@ -119,6 +119,7 @@ COLD struct lsite *mrr_lsite_slow(struct tstate *ts, uint32_t site)
 
 void mrr_thread_release(struct tstate *ts)
 {
+    mrr_side_release(ts);
     for (uint32_t i = 0; i < ts->lcap; i++)
         if (ts->ls[i])
             mrr_rec_mem_add(-(int64_t)sizeof(struct lsite));
