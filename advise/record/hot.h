@@ -138,19 +138,22 @@ static inline void glibc_note(struct tstate *ts, uint32_t site, int64_t d, uint3
  * the timeline). */
 #define LD(a) atomic_load_explicit(&(a), memory_order_relaxed)
 #define ST(a, v) atomic_store_explicit(&(a), (v), memory_order_relaxed)
-static inline bool prog_add(uint64_t n)
+/* _1: one recording thread (the caller read g_multi); _n: several */
+static inline __attribute__((always_inline)) bool prog_add_1(uint64_t n)
 {
-    if (LIKELY(!LD(g_multi))) {
-        uint64_t po = LD(g_live_objects) + 1, pb = LD(g_live_bytes) + n;
-        ST(g_live_objects, po);
-        ST(g_live_bytes, pb);
-        if (UNLIKELY(po > LD(g_peak_objects)))
-            ST(g_peak_objects, po);
-        if (LIKELY(pb <= LD(g_peak_bytes)))
-            return false;
-        ST(g_peak_bytes, pb);
-        return true;
-    }
+    uint64_t po = LD(g_live_objects) + 1, pb = LD(g_live_bytes) + n;
+    ST(g_live_objects, po);
+    ST(g_live_bytes, pb);
+    if (UNLIKELY(po > LD(g_peak_objects)))
+        ST(g_peak_objects, po);
+    if (LIKELY(pb <= LD(g_peak_bytes)))
+        return false;
+    ST(g_peak_bytes, pb);
+    return true;
+}
+
+static inline bool prog_add_n(uint64_t n)
+{
     uint64_t po = cnt_add(&g_live_objects, 1);
     uint64_t pb = cnt_add(&g_live_bytes, n);
     cnt_max(&g_peak_objects, po);
@@ -158,15 +161,29 @@ static inline bool prog_add(uint64_t n)
     return pb >= LD(g_peak_bytes);
 }
 
-static inline void prog_sub(uint64_t n)
+static inline __attribute__((always_inline)) bool prog_add(uint64_t n)
 {
-    if (LIKELY(!LD(g_multi))) {
-        ST(g_live_objects, LD(g_live_objects) - 1);
-        ST(g_live_bytes, LD(g_live_bytes) - n);
-        return;
-    }
+    return LIKELY(!LD(g_multi)) ? prog_add_1(n) : prog_add_n(n);
+}
+
+static inline __attribute__((always_inline)) void prog_sub_1(uint64_t n)
+{
+    ST(g_live_objects, LD(g_live_objects) - 1);
+    ST(g_live_bytes, LD(g_live_bytes) - n);
+}
+
+static inline void prog_sub_n(uint64_t n)
+{
     cnt_add(&g_live_objects, (uint64_t)-1);
     cnt_add(&g_live_bytes, (uint64_t)0 - n);
+}
+
+static inline __attribute__((always_inline)) void prog_sub(uint64_t n)
+{
+    if (LIKELY(!LD(g_multi)))
+        prog_sub_1(n);
+    else
+        prog_sub_n(n);
 }
 
 static inline void free_raw(uint32_t site, void *raw)

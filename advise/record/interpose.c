@@ -10,18 +10,26 @@
 #define CALLER MRA_CALLER
 #define CALLER_CFA MRA_CALLER_CFA
 
+/* The interposers' paths come in two copies, `sampled` a constant in
+ * each (g_sampling, set at start-up, picks one): recording every
+ * allocation pays nothing for the sampling, and sampled recording inlines
+ * the path of the objects it passes over. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* A recorded allocation (n <= MAX_REQ, alignment 16): sampled, one the
- * sampling passes over is made here (record.h: its header of two words),
- * the rest in record.c. */
-static inline void *rec_alloc(size_t n, bool zero, uintptr_t ra, uintptr_t cfa)
+ * sampling passes over is made here (record.h: its two words), the rest
+ * in record.c. */
+static ALWAYS_INLINE void *rec_alloc(size_t n, bool zero, uintptr_t ra, uintptr_t cfa, bool sampled)
 {
+    if (!sampled)
+        return mrr_rec_alloc(n, 0, zero, ra, cfa);
     struct tstate *ts = tls_ts;
-    if (g_sampling && LIKELY(ts != NULL) && sample_skip(ts, sample_size(n)))
+    if (LIKELY(ts != NULL) && sample_skip(ts, sample_size(n)))
         return unsampled_alloc(ts, n, zero); /* calls nothing that allocates */
-    return mrr_rec_alloc(n, 0, zero, ra, cfa);
+    return mrr_rec_alloc_sampled(n, 0, zero, ra, cfa);
 }
 
-static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
+static ALWAYS_INLINE void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa, bool sampled)
 {
     if (!recording())
         return __libc_malloc(n);
@@ -29,10 +37,10 @@ static inline void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
         errno = ENOMEM;
         return NULL;
     }
-    return rec_alloc(n, false, ra, cfa);
+    return rec_alloc(n, false, ra, cfa, sampled);
 }
 
-static inline void do_free(void *p, uintptr_t ra, uintptr_t cfa)
+static ALWAYS_INLINE void do_free(void *p, uintptr_t ra, uintptr_t cfa, bool sampled)
 {
     if (UNLIKELY(p == NULL))
         return;
@@ -44,14 +52,18 @@ static inline void do_free(void *p, uintptr_t ra, uintptr_t cfa)
         return;
     }
     uint32_t sf = (uint32_t)w;
-    if (sf == SITE_UNSAMPLED) {
+    if (sampled && sf == SITE_UNSAMPLED) {
         unsampled_free(p);
         return;
     }
-    struct hdr *h = obj_hdr(p, sf);
-    void *raw = obj_raw(p, sf, h);
+    /* (recording every allocation, no object has a side record) */
+    struct hdr *h = sampled ? obj_hdr(p, sf) : hdr_of(p);
+    void *raw = sampled ? obj_raw(p, sf, h) : raw_of(p, h);
     if ((sf & ~SITE_SIDE) != 0 && recording()) {
-        mrr_rec_free(p, h, sf, raw, ra, cfa);
+        if (sampled)
+            mrr_rec_free_sampled(p, h, sf, raw, ra, cfa);
+        else
+            mrr_rec_free(p, h, sf, raw, ra, cfa);
         return;
     }
     *tagw_of(p) = 0; /* (a side record stays taken: a fork's child, or after the profile) */
@@ -70,7 +82,7 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
         return __libc_realloc(p, n);
     }
     if (n == 0) { /* glibc: frees, returns NULL */
-        do_free(p, ra, cfa);
+        do_free(p, ra, cfa, g_sampling);
         return NULL;
     }
     if (n > MAX_REQ) {
@@ -143,7 +155,7 @@ static NOINLINE void *realloc_object(void *p, size_t n, uintptr_t ra, uintptr_t 
 static void *do_memalign(size_t align, size_t n, uintptr_t ra, uintptr_t cfa)
 {
     if (align <= 16)
-        return do_malloc(n, ra, cfa);
+        return do_malloc(n, ra, cfa, g_sampling);
     if (align > ((size_t)1 << 62)) {
         errno = EINVAL;
         return NULL;
@@ -156,17 +168,43 @@ static void *do_memalign(size_t align, size_t n, uintptr_t ra, uintptr_t cfa)
         errno = ENOMEM;
         return NULL;
     }
-    return mrr_rec_alloc(n, align, false, ra, cfa);
+    return g_sampling ? mrr_rec_alloc_sampled(n, align, false, ra, cfa) : mrr_rec_alloc(n, align, false, ra, cfa);
+}
+
+static NOINLINE void *malloc_sampled(size_t n, uintptr_t ra, uintptr_t cfa)
+{
+    return do_malloc(n, ra, cfa, true);
+}
+
+static NOINLINE void free_sampled(void *p, uintptr_t ra, uintptr_t cfa)
+{
+    do_free(p, ra, cfa, true);
 }
 
 EXPORT void *malloc(size_t n)
 {
-    return do_malloc(n, CALLER(), CALLER_CFA());
+    if (UNLIKELY(g_sampling))
+        return malloc_sampled(n, CALLER(), CALLER_CFA());
+    return do_malloc(n, CALLER(), CALLER_CFA(), false);
 }
 
 EXPORT void free(void *p)
 {
-    do_free(p, CALLER(), CALLER_CFA());
+    if (UNLIKELY(g_sampling))
+        free_sampled(p, CALLER(), CALLER_CFA());
+    else
+        do_free(p, CALLER(), CALLER_CFA(), false);
+}
+
+static ALWAYS_INLINE void *do_calloc(size_t n, uintptr_t ra, uintptr_t cfa, bool sampled)
+{
+    if (!recording())
+        return __libc_calloc(1, n);
+    if (n > MAX_REQ) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return rec_alloc(n, true, ra, cfa, sampled);
 }
 
 EXPORT void *calloc(size_t a, size_t b)
@@ -176,19 +214,13 @@ EXPORT void *calloc(size_t a, size_t b)
         errno = ENOMEM;
         return NULL;
     }
-    if (!recording())
-        return __libc_calloc(a, b);
-    if (n > MAX_REQ) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    return rec_alloc(n, true, CALLER(), CALLER_CFA());
+    return g_sampling ? do_calloc(n, CALLER(), CALLER_CFA(), true) : do_calloc(n, CALLER(), CALLER_CFA(), false);
 }
 
 static inline void *do_realloc(void *p, size_t n, uintptr_t ra, uintptr_t cfa)
 {
     if (p == NULL)
-        return do_malloc(n, ra, cfa);
+        return g_sampling ? malloc_sampled(n, ra, cfa) : do_malloc(n, ra, cfa, false);
     return realloc_object(p, n, ra, cfa);
 }
 

@@ -297,7 +297,7 @@ static inline uint32_t alloc_site(struct tstate *ts, uintptr_t ra, uintptr_t cfa
 /* A site's live counters (hot.h's prog_add, prog_sub for the program's):
  * its recorded objects, each as the w allocations it stands for; true
  * when the program's live bytes may have reached a new peak. */
-static inline bool live_add(struct gsite *g, uint64_t n, uint64_t w)
+static inline __attribute__((always_inline)) bool live_add(struct gsite *g, uint64_t n, uint64_t w)
 {
     uint64_t nw = n * w;
     if (LIKELY(!LD(g_multi))) {
@@ -312,7 +312,7 @@ static inline bool live_add(struct gsite *g, uint64_t n, uint64_t w)
             ST(g->peak_bytes, lb);
         if (UNLIKELY(ac > LD(g->arena_peak)))
             ST(g->arena_peak, ac);
-        return prog_add(n);
+        return prog_add_1(n);
     }
     uint64_t lo = cnt_add(&g->live_objects, w);
     uint64_t lb = cnt_add(&g->live_bytes, nw);
@@ -326,19 +326,20 @@ static inline bool live_add(struct gsite *g, uint64_t n, uint64_t w)
         ac = cnt_add(&g->arena_cur, nw);
     }
     cnt_max(&g->arena_peak, ac);
-    return prog_add(n);
+    return prog_add_n(n);
 }
 
-static inline void live_sub(struct gsite *g, uint64_t n, uint64_t w)
+static inline __attribute__((always_inline)) void live_sub(struct gsite *g, uint64_t n, uint64_t w)
 {
     if (LIKELY(!LD(g_multi))) {
         ST(g->live_objects, LD(g->live_objects) - w);
         ST(g->live_bytes, LD(g->live_bytes) - n * w);
-    } else {
-        cnt_add(&g->live_objects, (uint64_t)0 - w);
-        cnt_add(&g->live_bytes, (uint64_t)0 - n * w);
+        prog_sub_1(n);
+        return;
     }
-    prog_sub(n);
+    cnt_add(&g->live_objects, (uint64_t)0 - w);
+    cnt_add(&g->live_bytes, (uint64_t)0 - n * w);
+    prog_sub_n(n);
 }
 
 /* Counts size n in l's sizes; the size range follows the sizes not in
@@ -415,8 +416,9 @@ NOINLINE void mrr_burst_end(struct tstate *ts)
 /* Writes p's header h (in the object or a side record) and its tag word
  * (site field sf) and counts the allocation (site != 0), which stands for
  * w (1 unless sampled). */
-static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, struct hdr *h, uint32_t sf, size_t n,
-                              unsigned alog, size_t align, uint64_t w)
+static inline __attribute__((always_inline)) void note_alloc(struct tstate *ts, uint32_t site, void *p,
+                                                             struct hdr *h, uint32_t sf, size_t n, unsigned alog,
+                                                             size_t align, uint64_t w)
 {
     uint64_t tick = next_tick(ts);
     uint64_t t = thread_time(ts);
@@ -482,9 +484,9 @@ static inline void note_alloc(struct tstate *ts, uint32_t site, void *p, struct 
  * among them stands for all (profile_out.c); a recorded object alone in
  * the ring would look like the top of a stack in any order of frees (a
  * tree's, freed children first). */
-static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s, uint64_t w)
+static inline __attribute__((always_inline)) void ring_free(struct lsite *l, uint64_t birth, struct lstats *s,
+                                                            uint64_t w, bool sampled)
 {
-    bool sampled = g_sampling;
     if (LIKELY(l->rcount != 0)) {
         uint32_t top = (l->rhead + l->rcount - 1) % RING;
         if (LIKELY(l->ring[top] == birth)) {
@@ -528,10 +530,13 @@ static inline void ring_free(struct lsite *l, uint64_t birth, struct lstats *s, 
     }
 }
 
-static inline __attribute__((always_inline)) void note_free(struct tstate *ts, struct hdr *h, uint32_t site)
+/* sampled: a constant where it is inlined, so that recording every
+ * allocation (weight 1) pays for no weights */
+static inline __attribute__((always_inline)) void note_free(struct tstate *ts, struct hdr *h, uint32_t site,
+                                                            bool sampled)
 {
     uint64_t n = h->size_misc & SIZE_MASK;
-    uint64_t w = hdr_weight(h);
+    uint64_t w = sampled ? hdr_weight(h) : 1;
     struct lsite *l = lsite_get(ts, site);
     struct gsite *g = g_sites[site];
     live_sub(g, n, w);
@@ -569,7 +574,7 @@ static inline __attribute__((always_inline)) void note_free(struct tstate *ts, s
     if ((h->tick_thread & THR_MASK) != (ts->index & THR_MASK))
         s->remote_frees += w;
     else
-        ring_free(gr, birth, s, w);
+        ring_free(gr, birth, s, w, sampled);
     if (ts->tbuf) {
         uint8_t *q = tr_room(ts);
         q = mra_put_varint(q, mra_zigzag((int64_t)(ts->tr_prev_tick - birth)) << 2 | MRA_EV_FREE);
@@ -638,7 +643,11 @@ NOINLINE void mrr_unsampled_free_timed(struct tstate *ts, void *raw, uint64_t n)
     tls_guard--;
 }
 
-NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa)
+/* A recorded allocation; sampled: a constant where it is inlined (two
+ * copies: mrr_rec_alloc, mrr_rec_alloc_sampled), so that recording every
+ * allocation pays nothing for the sampling. */
+static inline __attribute__((always_inline)) void *rec_alloc_body(size_t n, size_t align, bool zero, uintptr_t ra,
+                                                                  uintptr_t cfa, bool sampled)
 {
     tls_guard++;
     struct tstate *ts = get_ts();
@@ -651,7 +660,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
      * for wt calls) */
     uint64_t wt = 1;
     uint32_t w, hw = 0;
-    if (g_sampling) {
+    if (sampled) {
         if (align <= 16) {
             /* rec_alloc (interpose.c) passed it on, unless the thread had
              * no state yet (then its way is not 0) */
@@ -673,7 +682,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     uint64_t t0 = w ? now_time() : 0, t1 = 0, t2 = 0;
     uint32_t site = alloc_site(ts, ra, cfa);
     /* sampled, the header in a side record (side.c) where one is left */
-    uint32_t side = g_sampling && site != 0 && align <= 16 ? mrr_side_get(ts) : 0;
+    uint32_t side = sampled && site != 0 && align <= 16 ? mrr_side_get(ts) : 0;
     if (UNLIKELY(w))
         t1 = fenced_time();
     void *raw, *p;
@@ -700,7 +709,7 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
                 h = &g_side[side];
                 sf |= SITE_SIDE;
             }
-            note_alloc(ts, site, p, h, sf, n, alog, align, wt);
+            note_alloc(ts, site, p, h, sf, n, alog, align, sampled ? wt : 1);
             if (UNLIKELY(w))
                 glibc_note(ts, site, timed_fenced(t1, t2, n), w);
         } else {
@@ -716,6 +725,16 @@ NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, ui
     }
     tls_guard--;
     return p;
+}
+
+NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa)
+{
+    return rec_alloc_body(n, align, zero, ra, cfa, false);
+}
+
+NOINLINE void *mrr_rec_alloc_sampled(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa)
+{
+    return rec_alloc_body(n, align, zero, ra, cfa, true);
 }
 
 /* The stack of a sampled free, counted on the freed object's site. */
@@ -753,23 +772,24 @@ static NOINLINE void timed_free(struct tstate *ts, void *p, struct hdr *h, uint3
 }
 
 /* Counts the free of a recorded object p (header h, site field sf) and
- * frees it. */
-NOINLINE void mrr_rec_free(void *p, struct hdr *h, uint32_t sf, void *raw, uintptr_t ra, uintptr_t cfa)
+ * frees it; sampled as rec_alloc_body's. */
+static inline __attribute__((always_inline)) void rec_free_body(void *p, struct hdr *h, uint32_t sf, void *raw,
+                                                                uintptr_t ra, uintptr_t cfa, bool sampled)
 {
     tls_guard++;
     uint32_t site = sf & ~SITE_SIDE;
-    uint32_t side = (sf & SITE_SIDE) ? (uint32_t)*usize_of(p) : 0;
+    uint32_t side = sampled && (sf & SITE_SIDE) ? (uint32_t)*usize_of(p) : 0;
     struct tstate *ts = get_ts();
     if (LIKELY(ts != NULL)) {
         uint32_t hw = 0, w;
-        if (g_sampling) {
+        if (sampled) {
             ts->all_frees++;
             w = sample_rec(ts, (uint32_t)hdr_weight(h), &hw);
         } else {
             w = hw = sample_now(ts);
         }
         uint64_t t0 = UNLIKELY(w != 0) ? now_time() : 0;
-        note_free(ts, h, site);
+        note_free(ts, h, site, sampled);
         if (UNLIKELY(w != 0)) {
             timed_free(ts, p, h, site, raw, ra, cfa, w, hw, t0);
             if (side)
@@ -785,6 +805,16 @@ NOINLINE void mrr_rec_free(void *p, struct hdr *h, uint32_t sf, void *raw, uintp
     if (side)
         mrr_side_put(ts, side);
     tls_guard--;
+}
+
+NOINLINE void mrr_rec_free(void *p, struct hdr *h, uint32_t sf, void *raw, uintptr_t ra, uintptr_t cfa)
+{
+    rec_free_body(p, h, sf, raw, ra, cfa, false);
+}
+
+NOINLINE void mrr_rec_free_sampled(void *p, struct hdr *h, uint32_t sf, void *raw, uintptr_t ra, uintptr_t cfa)
+{
+    rec_free_body(p, h, sf, raw, ra, cfa, true);
 }
 
 /* The realloc of an object the sampling passed over (n: 1..MAX_REQ): it

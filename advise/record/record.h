@@ -749,8 +749,11 @@ void mrr_write_all(int fd, const void *buf, size_t n);
 COLD void mrr_tr_flush(struct tstate *ts);
 /* record.c */
 NOINLINE void mrr_burst_end(struct tstate *ts);
+/* recording every allocation, and sampled (start.c: g_sampling) */
 NOINLINE void *mrr_rec_alloc(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa);
+NOINLINE void *mrr_rec_alloc_sampled(size_t n, size_t align, bool zero, uintptr_t ra, uintptr_t cfa);
 NOINLINE void mrr_rec_free(void *p, struct hdr *h, uint32_t sf, void *raw, uintptr_t ra, uintptr_t cfa);
+NOINLINE void mrr_rec_free_sampled(void *p, struct hdr *h, uint32_t sf, void *raw, uintptr_t ra, uintptr_t cfa);
 COLD void mrr_free_watched(uint32_t site, void *raw, uint64_t sz);
 NOINLINE void *mrr_unsampled_timed(struct tstate *ts, size_t n, bool zero);
 NOINLINE void mrr_unsampled_free_timed(struct tstate *ts, void *raw, uint64_t n);
