@@ -227,6 +227,7 @@ static inline void *unsampled_made(struct tstate *ts, char *raw, size_t n)
     uint64_t tick = next_tick(ts);
     if (UNLIKELY(ts->nburst != 0))
         mrr_burst_end(ts);
+    ts->burst_unrec = false;
     ts->all_allocs++;
     ts->all_bytes += n;
     if (UNLIKELY(prog_add(n)))
@@ -257,6 +258,7 @@ static inline void unsampled_free(void *p)
         atomic_fetch_add_explicit(&g_all_frees, 1, memory_order_relaxed);
     } else {
         ts->all_frees++;
+        ts->burst_unrec = true;
         if (unsampled_timed(ts)) {
             mrr_unsampled_free_timed(ts, raw, n);
             return;

@@ -24,9 +24,10 @@ static ALWAYS_INLINE void *rec_alloc(size_t n, bool zero, uintptr_t ra, uintptr_
     if (!sampled)
         return mrr_rec_alloc(n, 0, zero, ra, cfa);
     struct tstate *ts = tls_ts;
-    if (LIKELY(ts != NULL) && sample_skip(ts, sample_size(n)))
+    if (LIKELY(ts != NULL) && LIKELY(--ts->win_left != 0) && LIKELY(!ts->in_win) &&
+        sample_skip(ts, sample_size(n)))
         return unsampled_alloc(ts, n, zero); /* calls nothing that allocates */
-    return mrr_rec_alloc_sampled(n, 0, zero, ra, cfa);
+    return mrr_rec_alloc_sampled(n, 0, zero, ra, cfa); /* (a window's turn too) */
 }
 
 static ALWAYS_INLINE void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa, bool sampled)

@@ -52,6 +52,10 @@ static void merge_lsite(struct gsite *g, struct lsite *l)
     g->mg->stack_judged += s->stack_judged;
     g->mg->together_judged += s->together_judged;
     g->mg->together_unjudged += s->together_unjudged;
+    g->mg->win_stack_frees += s->win_stack_frees;
+    g->mg->win_stack_like += s->win_stack_like;
+    g->mg->win_together_frees += s->win_together_frees;
+    g->mg->win_together += s->win_together;
     for (uint32_t i = 0; i < l->nsz; i++) {
         uint32_t j;
         for (j = 0; j < g->mg->nmsz; j++)

@@ -48,6 +48,9 @@ static int cmp_size_count(const void *a, const void *b)
     return x->size < y->size ? -1 : x->size > y->size;
 }
 
+/* Frees judged in the exact windows that make a share (sample.c) */
+#define WIN_JUDGED 32u
+
 static void finish_site(struct gsite *g, struct mra_site_stats *out)
 {
     *out = g->mg->m;
@@ -62,10 +65,15 @@ static void finish_site(struct gsite *g, struct mra_site_stats *out)
         /* the shares of the frees that tell (record.c: ring_free,
          * mrr_burst_end), of all (none: no evidence, 0) */
         const struct gmerged *mg = g->mg;
-        uint64_t j = mg->stack_judged, tj = mg->together_judged;
-        out->stack_like = j ? (uint64_t)((double)out->stack_like / (double)j * (double)out->frees) : 0;
-        out->freed_together =
-            tj ? (uint64_t)((double)out->freed_together / (double)tj * (double)(tj + mg->together_unjudged)) : 0;
+        uint64_t j = mg->stack_judged, tj = mg->together_judged, all = tj + mg->together_unjudged;
+        if (mg->win_stack_frees >= WIN_JUDGED) /* the exact windows' judgement, else the sample's */
+            out->stack_like = (uint64_t)((double)mg->win_stack_like / (double)mg->win_stack_frees * (double)out->frees);
+        else
+            out->stack_like = j ? (uint64_t)((double)out->stack_like / (double)j * (double)out->frees) : 0;
+        if (mg->win_together_frees >= WIN_JUDGED)
+            out->freed_together = (uint64_t)((double)mg->win_together / (double)mg->win_together_frees * (double)all);
+        else
+            out->freed_together = tj ? (uint64_t)((double)out->freed_together / (double)tj * (double)all) : 0;
     }
     if (out->allocations == 0)
         out->min_size = 0;

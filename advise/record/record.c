@@ -380,12 +380,15 @@ static inline void size_note(struct lsite *l, uint64_t n, uint64_t w)
  * them is left live on the thread (the ring holds the youngest live ones):
  * what an arena reset frees.  A collector's sweep, which also frees in
  * bursts, leaves younger survivors.
- * Sampled, the ring holds the recorded objects only, and a burst tells
- * only where it shows a younger recorded survivor (not together), or had
- * two recorded frees and left none (together); a burst of one recorded
- * free and no recorded survivor tells nothing (a recorded object among
- * unrecorded survivors, in a collector's sweep, would look freed
- * together).  The share of the frees of the bursts that tell stands for
+ * Sampled, a burst in an exact window whose frees were all of recorded
+ * objects, the oldest born in the window, is judged as recording every
+ * allocation would (sample.c).  Outside, the ring holds the recorded
+ * objects only, and a burst tells only where it shows a younger recorded
+ * survivor (not together), or had two recorded frees and left no younger
+ * recorded one (together); the others tell nothing (a recorded object
+ * among unrecorded survivors, in a collector's sweep, would look freed
+ * together, and still does where the recorded ones are sparse: an upper
+ * estimate).  The share of the frees of the bursts that tell stands for
  * all (profile_out.c). */
 NOINLINE void mrr_burst_end(struct tstate *ts)
 {
@@ -398,7 +401,15 @@ NOINLINE void mrr_burst_end(struct tstate *ts)
         if (!sampled) {
             if (l->burst_n >= 2 && !younger)
                 l->s.freed_together += l->burst_n;
-        } else if (younger) {
+            continue;
+        }
+        if (ts->in_win && !ts->burst_unrec && l->burst_min >= ts->win_tick) {
+            /* judged as recording every allocation would (sample.c) */
+            l->s.win_together_frees += l->burst_recs;
+            if (l->burst_recs >= 2 && !younger)
+                l->s.win_together += l->burst_recs;
+        }
+        if (younger) {
             l->s.together_judged += l->burst_n;
         } else if (l->burst_recs >= 2) {
             l->s.freed_together += l->burst_n;
@@ -428,18 +439,20 @@ static inline __attribute__((always_inline)) void note_alloc(struct tstate *ts, 
     *tagw_of(p) = (uint64_t)tag_of(p) << 32 | sf;
     if (UNLIKELY(ts->nburst != 0))
         mrr_burst_end(ts);
+    ts->burst_unrec = false;
     struct lsite *l = lsite_get(ts, site);
     if (UNLIKELY(!l))
         return;
     struct lstats *s = &l->s;
-    if (UNLIKELY(s->allocations == 0))
+    if (UNLIKELY(s->first_tick == 0)) /* (ticks start at 1) */
         s->first_tick = tick;
     s->allocations += w;
     s->bytes += n * w;
     s->last_tick = tick;
     if (align > 16)
         s->aligned += w;
-    size_note(l, n, w);
+    if (LIKELY(w != 0))
+        size_note(l, n, w);
     /* stack-like: push the birth on the group's ring */
     struct lsite *gr = l->grp;
     if (gr->rcount < RING) {
@@ -485,13 +498,19 @@ static inline __attribute__((always_inline)) void note_alloc(struct tstate *ts, 
  * the ring would look like the top of a stack in any order of frees (a
  * tree's, freed children first). */
 static inline __attribute__((always_inline)) void ring_free(struct lsite *l, uint64_t birth, struct lstats *s,
-                                                            uint64_t w, bool sampled)
+                                                            uint64_t w, bool sampled, bool exact)
 {
+    /* exact: sampled, in an exact window (sample.c), and the object born
+     * in it: every younger one of the group was recorded */
+    if (exact)
+        s->win_stack_frees++;
     if (LIKELY(l->rcount != 0)) {
         uint32_t top = (l->rhead + l->rcount - 1) % RING;
         if (LIKELY(l->ring[top] == birth)) {
             if (!sampled) {
                 s->stack_like += w;
+            } else if (exact) {
+                s->win_stack_like++;
             } else if (l->rcount + l->rlost >= 2) {
                 s->stack_like += w;
                 s->stack_judged += w;
@@ -500,7 +519,7 @@ static inline __attribute__((always_inline)) void ring_free(struct lsite *l, uin
             l->rlast_pop = birth;
             return;
         }
-        if (sampled && birth < l->ring[top])
+        if (sampled && !exact && birth < l->ring[top])
             s->stack_judged += w; /* a younger recorded one is live */
         /* the ring holds births in increasing order: search only within */
         if (birth < l->ring[l->rhead] || birth > l->ring[top])
@@ -521,6 +540,8 @@ static inline __attribute__((always_inline)) void ring_free(struct lsite *l, uin
     if (l->rlost != 0 && birth < l->rlast_pop) {
         if (!sampled) {
             s->stack_like += w;
+        } else if (exact) {
+            s->win_stack_like++;
         } else if (l->rlost >= 2) {
             s->stack_like += w;
             s->stack_judged += w;
@@ -567,14 +588,14 @@ static inline __attribute__((always_inline)) void note_free(struct tstate *ts, s
         ts->burst_sites[ts->nburst++] = g->group;
     }
     gr->burst_n += (uint32_t)w;
-    if (gr->burst_recs < 2)
+    if (gr->burst_recs != UINT16_MAX)
         gr->burst_recs = (uint16_t)(gr->burst_recs + 1);
     if (birth < gr->burst_min)
         gr->burst_min = birth;
     if ((h->tick_thread & THR_MASK) != (ts->index & THR_MASK))
         s->remote_frees += w;
     else
-        ring_free(gr, birth, s, w, sampled);
+        ring_free(gr, birth, s, w, sampled, sampled && ts->in_win && birth >= ts->win_tick);
     if (ts->tbuf) {
         uint8_t *q = tr_room(ts);
         q = mra_put_varint(q, mra_zigzag((int64_t)(ts->tr_prev_tick - birth)) << 2 | MRA_EV_FREE);
@@ -662,16 +683,23 @@ static inline __attribute__((always_inline)) void *rec_alloc_body(size_t n, size
     uint32_t w, hw = 0;
     if (sampled) {
         if (align <= 16) {
-            /* rec_alloc (interpose.c) passed it on, unless the thread had
-             * no state yet (then its way is not 0) */
+            /* rec_alloc (interpose.c) passed it on: picked (its way is 0
+             * now), in an exact window, at the window's turn, or the
+             * thread had no state yet */
+            if (UNLIKELY(ts->win_left == 0))
+                mrr_window_turn(ts);
             uint64_t sz = sample_size(n);
-            if (UNLIKELY(ts->alloc_left != 0) && sample_skip(ts, sz)) {
-                void *p = unsampled_alloc(ts, n, zero);
-                tls_guard--;
-                return p;
+            if (ts->alloc_left != 0 && sample_skip(ts, sz)) {
+                if (!ts->in_win) {
+                    void *p = unsampled_alloc(ts, n, zero);
+                    tls_guard--;
+                    return p;
+                }
+                wt = 0; /* in a window, not picked: for the order of frees alone */
+            } else {
+                ts->alloc_left = mrr_sample_gap(ts);
+                wt = mrr_sample_weight(ts, sz);
             }
-            ts->alloc_left = mrr_sample_gap(ts);
-            wt = mrr_sample_weight(ts, sz);
         }
         ts->all_allocs++;
         ts->all_bytes += n;

@@ -456,6 +456,10 @@ struct lstats {
     uint64_t stack_judged;       /* sampled: the frees that tell (record.c's ring_free) */
     uint64_t together_judged, together_unjudged; /* sampled: the frees of the bursts that tell, and
                                     of those that do not (record.c's mrr_burst_end) */
+    uint64_t win_stack_frees, win_stack_like;  /* sampled, in exact windows: frees judged as
+                                    recording every allocation would, and the stack-like ones */
+    uint64_t win_together_frees, win_together; /* ... the frees of bursts so judged, and
+                                    of the bursts freed together */
     uint64_t min_size, max_size, first_tick;
     uint64_t freed_together, remote_frees, aligned;
     uint64_t reallocs, realloc_moves, realloc_chain_max;
@@ -483,7 +487,7 @@ struct lsite {
                                     (sampled: the frees its recorded ones stand for) */
     uint32_t burst_epoch;        /* the burst's number (0: none) */
     uint16_t counted;            /* counted in alloc_threads */
-    uint16_t burst_recs;         /* sampled: recorded frees in the burst, up to 2 */
+    uint16_t burst_recs;         /* sampled: recorded frees in the burst (saturating) */
     uint64_t rlast_pop;          /* the birth the ring gave last */
     uint64_t burst_min;          /* the oldest birth freed in the thread's current burst */
     struct mra_size_count sz[LSIZES]; /* the first in line 0 */
@@ -532,6 +536,10 @@ struct tstate {
     uint32_t u_left, u_gap;      /* sampled: unsampled hooks to the next timed one, of a gap of */
     uint64_t all_allocs, all_bytes, all_frees, all_reallocs; /* sampled: every object's (g_all_*) */
     uint32_t side_free, side_nfree; /* sampled: the thread's free side records (side.c) */
+    uint32_t win_left;           /* sampled: allocations to the window's next turn (sample.c) */
+    bool in_win;                 /* ... in an exact window: every allocation recorded */
+    bool burst_unrec;            /* ... an object not recorded was freed in the current burst */
+    uint64_t win_tick;           /* ... the window's first allocation tick */
     uint64_t alloc_left;         /* sampling: bytes to the next sampled allocation (0: this one) */
     uint64_t alloc_rng;
     int64_t hook_time;           /* the recorder's own time in hooks, sampled (clock units) */
@@ -652,6 +660,7 @@ struct gmerged {                 /* merged figures, under g_merge_mu */
     struct mra_site_stats m;
     uint64_t heap_given, heap_retaken; /* heap.c's, under its mutex */
     uint64_t stack_judged, together_judged, together_unjudged; /* sampled: lstats' merged */
+    uint64_t win_stack_frees, win_stack_like, win_together_frees, win_together;
     struct mra_size_count msz[GSIZES];
     uint32_t nmsz, msz_overflow;
     uint64_t msz_other;
@@ -740,6 +749,10 @@ uint64_t mrr_sample_weight(struct tstate *ts, uint64_t size);
  * back (ts NULL: the thread's state is gone); a released thread's given
  * to the others */
 void mrr_side_start(void);
+/* sample.c: a thread's exact windows, turned at the end of win_left */
+#define SAMPLE_WIN 4096u         /* allocations recorded whole in a window */
+#define SAMPLE_PERIOD 131072u    /* one window per this many allocations */
+void mrr_window_turn(struct tstate *ts);
 uint32_t mrr_side_get(struct tstate *ts);
 void mrr_side_put(struct tstate *ts, uint32_t i);
 void mrr_side_release(struct tstate *ts);

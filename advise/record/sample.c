@@ -27,6 +27,28 @@ static double unit(struct tstate *ts)
     return (double)((x * UINT64_C(0x2545F4914F6CDD1D)) >> 11) * 0x1p-53 + 0x1p-53;
 }
 
+/* Exact windows: stack-like and freed-together follow the order of frees,
+ * which the sample alone shows only where the recorded objects are dense
+ * (record.c: ring_free, mrr_burst_end).  So each thread records every
+ * allocation in one window of SAMPLE_WIN per SAMPLE_PERIOD allocations
+ * (the sampling's points still decide the weights: an allocation in a
+ * window that no point falls in weighs 0, counts in no figure, and is
+ * seen by the order alone); a free of an object born in the window
+ * while it lasts, and a burst whose frees were all of recorded objects
+ * and whose oldest was born in it, are judged as recording every
+ * allocation would judge them. */
+void mrr_window_turn(struct tstate *ts)
+{
+    if (ts->in_win) {
+        ts->in_win = false;
+        ts->win_left = SAMPLE_PERIOD - SAMPLE_WIN;
+    } else {
+        ts->in_win = true;
+        ts->win_left = SAMPLE_WIN;
+        ts->win_tick = ts->last_tick + 1; /* the thread's ticks only grow */
+    }
+}
+
 uint64_t mrr_sample_gap(struct tstate *ts)
 {
     double g = -log(unit(ts)) * g_sample_bytes;

@@ -34,8 +34,11 @@ COLD struct tstate *mrr_thread_register(void)
     ts->burst_epoch = 1;
     ts->samp_rng = (uint32_t)mix64(g_secret ^ ts->index) | 1u;
     ts->alloc_rng = mix64(g_secret + ts->index) | 1u;
-    if (g_sampling)
+    if (g_sampling) {
         ts->alloc_left = mrr_sample_gap(ts);
+        ts->in_win = true; /* a thread starts in an exact window */
+        ts->win_left = SAMPLE_WIN;
+    }
     mra_walker_init(&ts->walk);
     pthread_mutex_lock(&g_list_mu);
     ts->next = g_threads;

@@ -10,10 +10,12 @@
 # sampling one per BYTES (default 1024) on average; a row says, for every site
 # either run recommends, the recommendation and predicted saving of each, and
 # the CPU time of each recorded run.  A site is its frames (module and offset),
-# the same in both runs.  Programs: the known-answer programs (build/advise/tests)
-# and, where installed, Debian's lua5.4 (the Lua benchmark), xmllint and jq on
-# the inputs of measure-table.sh, python3.11 on decimals.py (PYTHONMALLOC=malloc)
-# and perl on wordindex.pl.  Needs bash and python3.
+# the same in both runs, or else the site with the same first frame and
+# recommendation (a recursion's stacks fold into a different representative).
+# Programs: the known-answer programs (build/advise/tests) and, where
+# installed, Debian's lua5.4 (the Lua benchmark), xmllint and jq on the inputs
+# of measure-table.sh, python3.11 on decimals.py (PYTHONMALLOC=malloc) and perl
+# on wordindex.pl.  Needs bash and python3.
 set -u
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
   echo "usage: $0 BUILD_DIR [BYTES]" >&2
@@ -69,8 +71,15 @@ keys.sort(key=lambda k: -max(e[k]["predicted_saving_ns"] if k in e else 0, s[k][
 cpu = "%.0f / %.0f ms" % (de["recorded_cpu_ns"] / 1e6, ds["recorded_cpu_ns"] / 1e6)
 if not keys:
     print("| %s | (none recommended) | none | none | yes | %s |" % (name, cpu))
+def by_label(d, x):
+    # the same first frame: a recursion's stacks fold into different representatives
+    return next((y for y in d.values() if label(y) == label(x) and y["recommendation"] == x["recommendation"]), None)
 for i, k in enumerate(keys):
     a, b = e.get(k), s.get(k)
+    if a is None:
+        a = by_label(e, b)
+    if b is None:
+        b = by_label(s, a)
     same = a is not None and b is not None and a["recommendation"] == b["recommendation"]
     print("| %s | %s | %s | %s | %s | %s |" % (name if i == 0 else "", label(a or b), rec(a), rec(b),
           "yes" if same else "**no**", cpu if i == 0 else ""))
