@@ -426,10 +426,10 @@ NOINLINE void mrr_burst_end(struct tstate *ts)
 
 /* Writes p's header h (in the object or a side record) and its tag word
  * (site field sf) and counts the allocation (site != 0), which stands for
- * w (1 unless sampled). */
+ * w (1 unless sampled; sampled a constant where it is inlined). */
 static inline __attribute__((always_inline)) void note_alloc(struct tstate *ts, uint32_t site, void *p,
                                                              struct hdr *h, uint32_t sf, size_t n, unsigned alog,
-                                                             size_t align, uint64_t w)
+                                                             size_t align, uint64_t w, bool sampled)
 {
     uint64_t tick = next_tick(ts);
     uint64_t t = thread_time(ts);
@@ -439,7 +439,8 @@ static inline __attribute__((always_inline)) void note_alloc(struct tstate *ts, 
     *tagw_of(p) = (uint64_t)tag_of(p) << 32 | sf;
     if (UNLIKELY(ts->nburst != 0))
         mrr_burst_end(ts);
-    ts->burst_unrec = false;
+    if (sampled)
+        ts->burst_unrec = false;
     struct lsite *l = lsite_get(ts, site);
     if (UNLIKELY(!l))
         return;
@@ -737,7 +738,7 @@ static inline __attribute__((always_inline)) void *rec_alloc_body(size_t n, size
                 h = &g_side[side];
                 sf |= SITE_SIDE;
             }
-            note_alloc(ts, site, p, h, sf, n, alog, align, sampled ? wt : 1);
+            note_alloc(ts, site, p, h, sf, n, alog, align, sampled ? wt : 1, sampled);
             if (UNLIKELY(w))
                 glibc_note(ts, site, timed_fenced(t1, t2, n), w);
         } else {
