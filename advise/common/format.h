@@ -15,6 +15,8 @@
  *   MEMRES_ADVISE_TRACE     path of the trace to write (optional)
  *   MEMRES_ADVISE_SAMPLE    record one allocation per this many bytes on
  *                           average (16..4032; optional, not with a trace)
+ *   MEMRES_ADVISE_SIDE_MAX  sampled, the side records to use, fewer than the
+ *                           recorder's own limit (for tests: record/side.c)
  *   MEMRES_ADVISE_PRELOAD   LD_PRELOAD as it was before the driver added the
  *                           recorder, when it was set (absent: LD_PRELOAD was
  *                           unset): restored at start-up
