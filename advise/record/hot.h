@@ -214,9 +214,9 @@ static inline bool sample_skip(struct tstate *ts, uint64_t sz)
     return false;
 }
 
-/* An allocation the sampling passed over: a header of two words, the program's
- * totals and the allocation clock; one hook in SAMPLE_EVERY is timed (for
- * the recorder's time: record.c's mrr_unsampled_timed). */
+/* An allocation the sampling passed over: a header of two words, the
+ * program's totals and the allocation clock; one such hook in about 256
+ * is timed, for the recorder's own time (record.c: mrr_unsampled_timed). */
 static inline void *unsampled_made(struct tstate *ts, char *raw, size_t n)
 {
     if (UNLIKELY(raw == NULL))

@@ -150,6 +150,7 @@ void mrr_write_profile(uint64_t end_ns)
                             mrr_resident(g_gkeys, sizeof(uint64_t) << SLOT_BITS) +
                             mrr_resident(g_gsite, sizeof(uint32_t) << SLOT_BITS) +
                             mrr_resident(mra_fsz, sizeof(uint64_t) << MRA_FSZ_BITS) +
+                            (g_side ? mrr_resident(g_side, (size_t)SIDE_MAX * sizeof(struct hdr)) : 0) +
                             (uint64_t)HDR * h.peak_live_objects;
     pthread_mutex_lock(&g_mod_mu);
     h.nmodules = g_nmods;

@@ -492,12 +492,14 @@ static inline __attribute__((always_inline)) void note_alloc(struct tstate *ts, 
 
 
 /* Whether a free takes the youngest live object of the group (stack-like).
- * Sampled, only the recorded objects are in the ring, and a free shows
- * whether its object was the youngest only where another recorded one of
- * the group is live: those frees are judged (stack_judged) and the share
- * among them stands for all (profile_out.c); a recorded object alone in
- * the ring would look like the top of a stack in any order of frees (a
- * tree's, freed children first). */
+ * Sampled, only the recorded objects are in the ring.  A free of an object
+ * born in the current exact window (sample.c) is judged as recording
+ * every allocation judges it (win_stack_*); outside, a free shows whether
+ * its object was the youngest only where another recorded one of the
+ * group is live (stack_judged), a recorded object alone in the ring
+ * looking like the top of a stack in any order of frees (a tree's, freed
+ * children first).  The share of the judged frees stands for all
+ * (profile_out.c). */
 static inline __attribute__((always_inline)) void ring_free(struct lsite *l, uint64_t birth, struct lstats *s,
                                                             uint64_t w, bool sampled, bool exact)
 {

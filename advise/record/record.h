@@ -3,8 +3,10 @@
  * memres-advise into the program it profiles, as its files share it.  It
  * interposes the malloc family, gives every object it records a 32-byte
  * header (site, thread, birth on the allocation clock and in time, realloc
- * count, size), keeps per-thread per-site tables (no lock on the path of
- * an allocation) and at exit writes the profile of common/format.h; with
+ * count, size; sampled, two words in the object and the rest in a side
+ * record, and the objects it passes over two words: sample.c, side.c),
+ * keeps per-thread per-site tables (no lock on the path of an allocation)
+ * and at exit writes the profile of common/format.h; with
  * MEMRES_ADVISE_TRACE it also writes the compact event stream.
  *
  * The pieces, and the files that hold them:
@@ -749,13 +751,13 @@ uint64_t mrr_sample_weight(struct tstate *ts, uint64_t size);
  * back (ts NULL: the thread's state is gone); a released thread's given
  * to the others */
 void mrr_side_start(void);
+uint32_t mrr_side_get(struct tstate *ts);
+void mrr_side_put(struct tstate *ts, uint32_t i);
+void mrr_side_release(struct tstate *ts);
 /* sample.c: a thread's exact windows, turned at the end of win_left */
 #define SAMPLE_WIN 4096u         /* allocations recorded whole in a window */
 #define SAMPLE_PERIOD 131072u    /* one window per this many allocations */
 void mrr_window_turn(struct tstate *ts);
-uint32_t mrr_side_get(struct tstate *ts);
-void mrr_side_put(struct tstate *ts, uint32_t i);
-void mrr_side_release(struct tstate *ts);
 /* trace.c */
 void mrr_trace_open(void);
 void mrr_write_all(int fd, const void *buf, size_t n);
