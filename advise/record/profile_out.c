@@ -51,6 +51,12 @@ static int cmp_size_count(const void *a, const void *b)
 /* Frees judged in the exact windows that make a share (sample.c) */
 #define WIN_JUDGED 32u
 
+/* part / judged of all (no judged: 0) */
+static uint64_t share_of(uint64_t part, uint64_t judged, uint64_t all)
+{
+    return judged ? (uint64_t)((double)part / (double)judged * (double)all) : 0;
+}
+
 static void finish_site(struct gsite *g, struct mra_site_stats *out)
 {
     *out = g->mg->m;
@@ -66,14 +72,13 @@ static void finish_site(struct gsite *g, struct mra_site_stats *out)
          * mrr_burst_end), of all (none: no evidence, 0) */
         const struct gmerged *mg = g->mg;
         uint64_t j = mg->stack_judged, tj = mg->together_judged, all = tj + mg->together_unjudged;
-        if (mg->win_stack_frees >= WIN_JUDGED) /* the exact windows' judgement, else the sample's */
-            out->stack_like = (uint64_t)((double)mg->win_stack_like / (double)mg->win_stack_frees * (double)out->frees);
-        else
-            out->stack_like = j ? (uint64_t)((double)out->stack_like / (double)j * (double)out->frees) : 0;
-        if (mg->win_together_frees >= WIN_JUDGED)
-            out->freed_together = (uint64_t)((double)mg->win_together / (double)mg->win_together_frees * (double)all);
-        else
-            out->freed_together = tj ? (uint64_t)((double)out->freed_together / (double)tj * (double)all) : 0;
+        /* the exact windows' judgement, else the sample's */
+        out->stack_like = mg->win_stack_frees >= WIN_JUDGED
+                              ? share_of(mg->win_stack_like, mg->win_stack_frees, out->frees)
+                              : share_of(out->stack_like, j, out->frees);
+        out->freed_together = mg->win_together_frees >= WIN_JUDGED
+                                  ? share_of(mg->win_together, mg->win_together_frees, all)
+                                  : share_of(out->freed_together, tj, all);
     }
     if (out->allocations == 0)
         out->min_size = 0;

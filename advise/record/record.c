@@ -626,6 +626,15 @@ static COLD void late_free(struct hdr *h, uint32_t site)
 }
 
 
+/* The end of a timed hook: its own parts [t0, t1] and [t2, now] (glibc's
+ * call between t1 and t2 left out) for w hooks, and the timeline's point
+ * (after the timed part: it would weigh w times). */
+static void hook_timed(struct tstate *ts, uint64_t t0, uint64_t t1, uint64_t t2, uint32_t w)
+{
+    ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
+    mrr_tl_sample(ts, t2);
+}
+
 /* The timed hooks of objects the sampling passed over (u_left's
  * countdown at its end): the hook's own part timed, glibc's call left
  * out, weighed by the gap -- one in UNSAMPLED_EVERY, the hooks being
@@ -647,8 +656,7 @@ NOINLINE void *mrr_unsampled_timed(struct tstate *ts, size_t n, bool zero)
     char *raw = zero ? __libc_calloc(1, n + UHDR) : __libc_malloc(n + UHDR);
     uint64_t t2 = fenced_time();
     void *p = unsampled_made(ts, raw, n);
-    ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
-    mrr_tl_sample(ts, t2);
+    hook_timed(ts, t0, t1, t2, w);
     tls_guard--;
     return p;
 }
@@ -662,8 +670,7 @@ NOINLINE void mrr_unsampled_free_timed(struct tstate *ts, void *raw, uint64_t n)
     uint64_t t1 = fenced_time();
     free_raw(0, raw);
     uint64_t t2 = fenced_time();
-    ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * w;
-    mrr_tl_sample(ts, t2);
+    hook_timed(ts, t0, t1, t2, w);
     tls_guard--;
 }
 
@@ -750,10 +757,8 @@ static inline __attribute__((always_inline)) void *rec_alloc_body(size_t n, size
             h->tag_site = (uint64_t)tag_of(p) << 32;
         }
     }
-    if (UNLIKELY(w)) {
-        ts->hook_time += timed_hook((int64_t)(t1 - t0) + (int64_t)(now_time() - t2)) * hw;
-        mrr_tl_sample(ts, t2); /* after the timed part: it would weigh hw times */
-    }
+    if (UNLIKELY(w))
+        hook_timed(ts, t0, t1, t2, hw);
     tls_guard--;
     return p;
 }
