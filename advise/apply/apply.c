@@ -352,40 +352,92 @@ static __attribute__((noinline, cold)) void late_tick(void)
     tls_guard--;
 }
 
+/* glibc's allocation (or the malloc preloaded after the runtime's), out
+ * of line: the inline path of malloc calls nothing else but by a tail
+ * call, so that it saves no registers. */
+static __attribute__((noinline)) void *glibc_alloc(size_t n, bool zero)
+{
+    void *p = zero ? next_calloc(1, n) : next_malloc(n);
+    mra_glibc_took();
+    return p;
+}
+
+static __attribute__((noinline, cold)) void *late_alloc(size_t n, bool zero)
+{
+    late_tick();
+    return glibc_alloc(n, zero);
+}
+
+/* A routed call that the inline path does not finish: the thread's first,
+ * a stack the memo does not hold or the timed one: from its route, else
+ * from glibc. */
+static __attribute__((noinline)) void *routed_rest(size_t n, bool zero, struct kv *e1, uintptr_t ra, uintptr_t cfa)
+{
+    void *p = routed_malloc(n, zero, e1, ra, cfa);
+    return p ? p : glibc_alloc(n, zero);
+}
+
+/* A routed call whose route's list or block is used up, or a calloc the
+ * route must zero (the thread has its state): from the route, else from
+ * glibc.  Three arguments: the inline path keeps nothing else live. */
+static __attribute__((noinline)) void *route_rest(size_t n, bool zero, unsigned route)
+{
+    void *p = route_alloc(tls_ts, route, n, zero);
+    return p ? p : glibc_alloc(n, zero);
+}
+
+/* n bytes from route: off its list or block inline, else out of line
+ * (route_rest); for calloc zeroed. */
+static inline __attribute__((always_inline)) void *route_try(struct tstate *ts, size_t n, bool zero, unsigned route)
+{
+    if (UNLIKELY(g_identify_only))
+        return glibc_alloc(n, zero);
+    void *p = g_routes[route].kind == RK_REGION ? mra_region_try(ts, route, n)
+              : zero                            ? NULL
+                                                : mra_slab_try(ts, route, n);
+    if (LIKELY(p != NULL)) {
+        if (zero && !ts->reg[route].fresh)
+            memset(p, 0, n);
+        return p;
+    }
+    return route_rest(n, zero, route);
+}
+
+/* A call from a first frame that does not tell the route: the memo's
+ * probe of the stack (out of line, so that malloc's inline path needs no
+ * registers saved; its arguments where malloc has them). */
+static __attribute__((noinline)) void *walked_alloc(size_t n, bool zero, struct kv *e1, uintptr_t ra, uintptr_t cfa,
+                                                    struct tstate *ts)
+{
+    unsigned route = LIKELY(--ts->ident_left != 0) ? fast_route(ts, e1, ra, cfa) : FAST_MISS;
+    if (route == 0)
+        return glibc_alloc(n, zero);
+    if (UNLIKELY(route == FAST_MISS))
+        return routed_rest(n, zero, e1, ra, cfa);
+    return route_try(ts, n, zero, route);
+}
+
 /* Every call pays the look-up of its first frame; only the calls from a
  * planned stack's first frame go further: a route the first frame tells,
- * or the memo's probe of a stack seen before, inline; the rest out of
- * line. */
+ * or the memo's probe of a stack seen before, and the object off the
+ * route's list or block, inline; the rest out of line. */
 static inline __attribute__((always_inline)) void *do_malloc(size_t n, bool zero, uintptr_t ra, uintptr_t cfa)
 {
     if (LIKELY(g_active) && LIKELY(!tls_guard)) {
         struct kv *e1 = mra_apply_first_frame(ra - 1);
         if (UNLIKELY(e1 != NULL)) {
             struct tstate *ts = tls_ts;
-            uint32_t v = e1->route;
-            void *p;
+            unsigned route = e1->route;
             if (UNLIKELY(ts == NULL))
-                p = routed_malloc(n, zero, e1, ra, cfa);
-            else if (v != FIRST_WALK)
-                p = route_alloc(ts, v, n, zero);
-            else {
-                unsigned route = LIKELY(--ts->ident_left != 0) ? fast_route(ts, e1, ra, cfa) : FAST_MISS;
-                if (route == 0)
-                    p = NULL;
-                else if (LIKELY(route != FAST_MISS))
-                    p = route_alloc(ts, route, n, zero);
-                else
-                    p = routed_malloc(n, zero, e1, ra, cfa);
-            }
-            if (p)
-                return p;
-        } else if (UNLIKELY(atomic_load_explicit(&g_late, memory_order_relaxed))) {
-            late_tick();
+                return routed_rest(n, zero, e1, ra, cfa);
+            if (route == FIRST_WALK)
+                return walked_alloc(n, zero, e1, ra, cfa, ts);
+            return route_try(ts, n, zero, route);
         }
+        if (UNLIKELY(atomic_load_explicit(&g_late, memory_order_relaxed)))
+            return late_alloc(n, zero);
     }
-    void *p = zero ? next_calloc(1, n) : next_malloc(n);
-    mra_glibc_took();
-    return p;
+    return glibc_alloc(n, zero);
 }
 
 EXPORT void *malloc(size_t n)

@@ -231,6 +231,17 @@ static inline size_t mra_region_room(size_t n)
 }
 /* r's current block has no room for need bytes: a block that has. */
 __attribute__((noinline)) bool mra_region_refill(struct region *r, unsigned route);
+static inline void *mra_region_take(struct region *r, size_t need);
+/* n bytes from ts's region of route where its block has room, else NULL
+ * (mra_region_alloc refills): no call, for the inline path of malloc. */
+static inline void *mra_region_try(struct tstate *ts, unsigned route, size_t n)
+{
+    size_t need = mra_region_room(n);
+    struct region *r = &ts->reg[route];
+    if (UNLIKELY(n > REGION_MAX) || UNLIKELY((size_t)(r->end - r->bump) < need))
+        return NULL;
+    return mra_region_take(r, need);
+}
 static inline void *mra_region_alloc(struct tstate *ts, unsigned route, size_t n)
 {
     if (UNLIKELY(n > REGION_MAX))
@@ -239,6 +250,11 @@ static inline void *mra_region_alloc(struct tstate *ts, unsigned route, size_t n
     struct region *r = &ts->reg[route];
     if (UNLIKELY((size_t)(r->end - r->bump) < need) && !mra_region_refill(r, route))
         return NULL;
+    return mra_region_take(r, need);
+}
+/* need bytes off the bump of r's block, which has room: counted live. */
+static inline void *mra_region_take(struct region *r, size_t need)
+{
     char *p = r->bump;
     struct rblock *b = r->cur;
     r->bump = p + need;
@@ -327,7 +343,9 @@ static inline unsigned mra_slab_class(size_t n)
 /* cls's lists and run are empty: an object from the shared stack or a
  * new run (NULL: none; the cls table itself made on first use). */
 __attribute__((noinline)) void *mra_slab_refill(struct tstate *ts, unsigned route, unsigned c);
-static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
+/* An object of n bytes from ts's lists of route's class, or its run, else
+ * NULL (mra_slab_alloc refills): no call, for the inline path of malloc. */
+static inline void *mra_slab_try(struct tstate *ts, unsigned route, size_t n)
 {
     if (UNLIKELY(n > POOL_MAX))
         return NULL;
@@ -354,7 +372,14 @@ static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
             return p;
         }
     }
-    return mra_slab_refill(ts, route, c);
+    return NULL;
+}
+static inline void *mra_slab_alloc(struct tstate *ts, unsigned route, size_t n)
+{
+    void *p = mra_slab_try(ts, route, n);
+    if (LIKELY(p != NULL) || n > POOL_MAX)
+        return p;
+    return mra_slab_refill(ts, route, mra_slab_class(n));
 }
 /* p freed by a thread that did not carve its block (or has exited): on
  * its remote list, or the route's shared stack. */
