@@ -305,8 +305,10 @@ static bool plan_open(const struct mra_planned *pl, const struct variant *plan, 
 
 /* What the rounds say of the plan against the 2% rule: its own run's
  * saving (the plan's rounds, the apply runtime's identification included)
- * and the allocators' saving (alloc, what a change in the source would
- * save), both as shares of glibc's run. */
+ * and the allocators' saving (alloc, the planned allocators without the
+ * runtime's identification: about what a change in the source saves, which
+ * pays neither the identification nor the runtime's engines' bookkeeping),
+ * both as shares of glibc's run. */
 
 static void plan_verdict(FILE *f, const struct mra_planned *pl, const struct variant *plan, double alloc,
                          double alloc_lo, double alloc_hi, const struct variant *kept_v)
@@ -345,7 +347,7 @@ static void plan_verdict(FILE *f, const struct mra_planned *pl, const struct var
                 100 * saved, 100 * share, trim ? "the rounds' range" : "every round", lo, hi);
     else if (alloc >= share && alloc_lo >= share)
         fprintf(f, "  verdict: the plan's run saves %.1f%%, under the %g%% rule with the runtime's identification;\n"
-                   "  the allocators' saving, what a change in the source would save, is %.1f%%, above it\n"
+                   "  the allocators' saving, about what a change in the source would save, is %.1f%%, above it\n"
                    "  in %s\n",
                 100 * saved, 100 * share, 100 * alloc, every_alloc);
     else if (alloc >= share)
@@ -598,7 +600,8 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         fprintf(f,
                 "  the runtime alone (every call identified, then served by glibc) cost %.1f ms (%.3f, %.3f-%.3f);\n"
                 "  the allocators' saving (the runtime-alone run less the plan's, per round): %.1f ms (%.1f-%.1f),\n"
-                "  what a change in the source would save, against the predicted %.1f ms (%.2fx)",
+                "  about what a change in the source would save (often more: the runtime's site regions count\n"
+                "  each object and each free), against the predicted %.1f ms (%.2fx)",
                 (rt - 1) * g / 1e6, rt, rlo, rhi, a * g / 1e6, alo * g / 1e6, ahi * g / 1e6, pl->predicted_ns / 1e6,
                 a > 0 ? pl->predicted_ns / (a * g) : 0);
         if (sp > 0)

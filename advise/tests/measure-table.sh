@@ -13,7 +13,7 @@
 # time saved against glibc, median of ROUNDS paired rounds, default 5, with
 # the lowest and highest round's ratio), the allocators' saving (the run of
 # the runtime alone, every call identified and served by glibc, less the
-# plan's run, per round: what a change in the source would save, the
+# plan's run, per round: about what a change in the source would save, the
 # prediction's counterpart), what the zero-cost limit saves in
 # the same rounds, the plan's peak RSS over glibc's, the memory glibc gave
 # back and took again (its predicted cost against what glibc with its memory
