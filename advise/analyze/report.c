@@ -404,7 +404,17 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
     /* a "none" with candidates under the rule: what measuring checks */
     double cand;
     size_t ncand = mra_candidates_only(a, &cand);
-    if (ncand > 0)
+    if (ncand > 1 && a->program_ns > 0 && cand >= a->opts.th.min_share * a->program_ns)
+        /* none pays alone, together they pass: a plan of them, applied to
+         * the unchanged program, is advice; a source change per site is not */
+        fprintf(o,
+                "under the rule one by one: %zu candidate sites, predicted %s together (%.1f%% of the run),\n"
+                "above the %g%% rule as one plan: --plan FILE --plan-candidates writes it, memres-advise apply\n"
+                "runs it in the unchanged program, and memres-advise measure says what it saves; a prediction\n"
+                "sees the time in glibc's calls, not what the program's own code gains from objects made side\n"
+                "by side\n",
+                ncand, fmt_ns(b1, sizeof b1, cand), 100 * cand / a->program_ns, 100 * a->opts.th.min_share);
+    else if (ncand > 0)
         fprintf(o,
                 "under the rule: %zu candidate site%s, predicted %s (%.1f%% of the run); a prediction sees the\n"
                 "time in glibc's calls, not what the program's own code gains from objects made side by side:\n"
