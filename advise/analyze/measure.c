@@ -600,8 +600,8 @@ int mra_measure(char **argv, const char *plan, const struct mra_planned *pl, con
         fprintf(f,
                 "  the runtime alone (every call identified, then served by glibc) cost %.1f ms (%.3f, %.3f-%.3f);\n"
                 "  the allocators' saving (the runtime-alone run less the plan's, per round): %.1f ms (%.1f-%.1f),\n"
-                "  about what a change in the source would save (often more: the runtime's site regions count\n"
-                "  each object and each free), against the predicted %.1f ms (%.2fx)",
+                "  about what a change in the source would save (often more: the runtime's engines keep books\n"
+                "  a program's own allocator does not), against the predicted %.1f ms (%.2fx)",
                 (rt - 1) * g / 1e6, rt, rlo, rhi, a * g / 1e6, alo * g / 1e6, ahi * g / 1e6, pl->predicted_ns / 1e6,
                 a > 0 ? pl->predicted_ns / (a * g) : 0);
         if (sp > 0)

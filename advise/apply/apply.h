@@ -244,13 +244,11 @@ static inline void *mra_region_try(struct tstate *ts, unsigned route, size_t n)
 }
 static inline void *mra_region_alloc(struct tstate *ts, unsigned route, size_t n)
 {
-    if (UNLIKELY(n > REGION_MAX))
-        return NULL;
-    size_t need = mra_region_room(n);
+    void *p = mra_region_try(ts, route, n);
+    if (LIKELY(p != NULL) || n > REGION_MAX)
+        return p;
     struct region *r = &ts->reg[route];
-    if (UNLIKELY((size_t)(r->end - r->bump) < need) && !mra_region_refill(r, route))
-        return NULL;
-    return mra_region_take(r, need);
+    return mra_region_refill(r, route) ? mra_region_take(r, mra_region_room(n)) : NULL;
 }
 /* need bytes off the bump of r's block, which has room: counted live. */
 static inline void *mra_region_take(struct region *r, size_t need)
