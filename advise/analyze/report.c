@@ -196,6 +196,14 @@ static void print_heap(FILE *o, const struct mra_analysis *a)
             mra_keep_tunables);
 }
 
+/* Whether no site passes the rule but the ncand candidates (cand ns) pass it
+ * together: none pays alone, so a change in the source per site is not
+ * advice, but one plan of them, applied to the unchanged program, is. */
+static bool candidates_together(const struct mra_analysis *a, size_t ncand, double cand)
+{
+    return ncand > 1 && a->program_ns > 0 && cand >= a->opts.th.min_share * a->program_ns;
+}
+
 void mra_report_text(FILE *o, const struct mra_analysis *a)
 {
     char b1[64], b2[64], b3[64], b4[64], b5[64], b6[64];
@@ -404,9 +412,7 @@ void mra_report_text(FILE *o, const struct mra_analysis *a)
     /* a "none" with candidates under the rule: what measuring checks */
     double cand;
     size_t ncand = mra_candidates_only(a, &cand);
-    if (ncand > 1 && a->program_ns > 0 && cand >= a->opts.th.min_share * a->program_ns)
-        /* none pays alone, together they pass: a plan of them, applied to
-         * the unchanged program, is advice; a source change per site is not */
+    if (candidates_together(a, ncand, cand))
         fprintf(o,
                 "under the rule one by one: %zu candidate sites, predicted %s together (%.1f%% of the run),\n"
                 "above the %g%% rule as one plan: --plan FILE --plan-candidates writes it, memres-advise apply\n"
@@ -561,6 +567,11 @@ void mra_report_json(FILE *o, const struct mra_analysis *a)
     jstr(o, a->costs.machine);
     fprintf(o, ",\n  \"total_predicted_saving_ns\": ");
     jnum(o, a->total_saving_ns);
+    double cand;
+    size_t ncand = mra_candidates_only(a, &cand);
+    fprintf(o, ",\n  \"under_the_rule\": {\"sites\": %zu, \"predicted_saving_ns\": ", ncand);
+    jnum(o, cand);
+    fprintf(o, ", \"together_pass\": %s}", candidates_together(a, ncand, cand) ? "true" : "false");
     fprintf(o, ",\n  \"sites\": [");
     static const char *const patname[] = { "lifo", "batch", "random", "remote" };
     for (size_t i = 0; i < a->nsites; i++) {
